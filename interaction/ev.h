@@ -1,0 +1,56 @@
+/* ev: a single-threaded epoll event loop with fd watchers, monotonic timers
+ * and signals.
+ *
+ * Ownership: the loop owns its timer records; an ev_timer handle is valid from
+ * ev_timer_start() until its callback starts or ev_timer_stop() returns,
+ * whichever comes first. Watched fds stay owned by the caller.
+ * Threading: one loop per thread; no call is thread-safe. Callbacks run inside
+ * ev_run()/ev_run_once() on the loop's thread and may add or remove watchers
+ * and timers (including their own). */
+#ifndef EV_H
+#define EV_H
+
+#include <stdint.h>
+
+typedef struct ev_loop ev_loop;
+typedef struct ev_timer ev_timer;
+
+enum { EV_READ = 1u, EV_WRITE = 2u, EV_ERROR = 4u };
+
+typedef void (*ev_fd_cb)(ev_loop *loop, int fd, unsigned events, void *data);
+typedef void (*ev_timer_cb)(ev_loop *loop, void *data);
+typedef void (*ev_signal_cb)(ev_loop *loop, int signum, void *data);
+
+/* Monotonic clock in milliseconds / microseconds (CLOCK_MONOTONIC). */
+uint64_t ev_now_ms(void);
+uint64_t ev_now_us(void);
+
+/* NULL on failure (errno set). */
+ev_loop *ev_loop_new(void);
+/* Frees the loop and all pending timers (their callbacks are not called). */
+void ev_loop_free(ev_loop *loop);
+
+/* Watch fd for EV_READ/EV_WRITE. ev_fd_set() adds or modifies; events == 0
+ * removes the watcher. Returns 0 or -1 (errno set). */
+int ev_fd_set(ev_loop *loop, int fd, unsigned events, ev_fd_cb cb, void *data);
+int ev_fd_del(ev_loop *loop, int fd);
+
+/* One-shot timer after delay_ms. Never NULL (aborts on out of memory). */
+ev_timer *ev_timer_start(ev_loop *loop, uint64_t delay_ms, ev_timer_cb cb, void *data);
+/* Cancels a timer that has not fired yet; the handle is invalid afterwards. */
+void ev_timer_stop(ev_loop *loop, ev_timer *t);
+
+/* Delivers signum through the loop (signalfd); blocks the signal in the
+ * calling thread. Returns 0 or -1. One callback per signal. */
+int ev_signal(ev_loop *loop, int signum, ev_signal_cb cb, void *data);
+
+/* Runs until ev_stop() is called (also before the call), then clears the
+ * stop. Returns 0, or -1 if epoll failed. */
+int ev_run(ev_loop *loop);
+/* Waits at most timeout_ms (-1: until something happens) and dispatches what
+ * is ready, once. Returns 0 or -1. */
+int ev_run_once(ev_loop *loop, int timeout_ms);
+void ev_stop(ev_loop *loop);
+int ev_stopped(const ev_loop *loop);
+
+#endif

@@ -1,0 +1,68 @@
+/* hc: an asynchronous HTTP client on libcurl's multi interface, driven by an
+ * ev loop. Many requests run at once on one thread; connections are reused
+ * (keep-alive) and work with peers that close after every reply.
+ *
+ * Requests are sent as the reference sends them: no Content-Type, a body for
+ * every method, headers Token and Channel when given. A connection-level
+ * failure (refused, reset, timed out, nothing received) is retried
+ * `retries` times, `retry_wait_ms` apart; an HTTP status is never retried.
+ *
+ * Ownership: hc_send() takes over opts->body (heap, freed by hc). The result
+ * passed to the callback is borrowed for the call. A request handle is valid
+ * until its callback starts or hc_cancel() returns; the callback is then never
+ * called. A function that fails never calls the callback.
+ * Threading: the loop's thread only. */
+#ifndef HC_H
+#define HC_H
+
+#include <stddef.h>
+
+#include "ev.h"
+
+typedef struct hc_client hc_client;
+typedef struct hc_req hc_req;
+
+typedef struct {
+    long status;      /* HTTP status, 0 if no reply was received */
+    const char *body; /* NUL-terminated; "" when none */
+    size_t body_len;
+    const char *error; /* NULL on an HTTP reply; else what failed at the
+                          connection level, after the retries */
+    int attempts;      /* how many times it was sent */
+    double seconds;    /* from first send to the end */
+} hc_result;
+
+typedef void (*hc_cb)(void *data, const hc_result *res);
+
+typedef struct {
+    const char *method;   /* "GET", "POST", "PUT", "DELETE" */
+    const char *url;      /* "http://host:port/path" */
+    const char *token;    /* Token header, or NULL */
+    int channel;          /* Channel header; < 0: none */
+    char *body;           /* taken over; NULL sends "{}" */
+    size_t body_len;
+    const char *extra_header; /* one raw "Name: value" line, or NULL */
+    long connect_timeout_ms;  /* 0: 2000 */
+    long timeout_ms;          /* whole transfer; 0: 30000 */
+    int retries;              /* connection-level retries; -1: 5 */
+    long retry_wait_ms;       /* 0: 1000; < 0: no wait */
+    size_t max_reply;         /* 0: 256 MiB */
+} hc_opts;
+
+void hc_opts_init(hc_opts *o);
+
+hc_client *hc_new(ev_loop *loop);
+/* Cancels every pending request (no callbacks) and frees the client. */
+void hc_free(hc_client *c);
+
+/* Starts a request. NULL only if the request could not be built (bad URL,
+ * out of handles); then opts->body has been freed. */
+hc_req *hc_send(hc_client *c, hc_opts *opts, hc_cb cb, void *data);
+void hc_cancel(hc_client *c, hc_req *r);
+
+unsigned long long hc_bytes_out(const hc_client *c);
+unsigned long long hc_bytes_in(const hc_client *c);
+/* Requests currently in flight. */
+unsigned hc_pending(const hc_client *c);
+
+#endif

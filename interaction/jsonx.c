@@ -1,0 +1,753 @@
+/* jsonx: a strict RFC 8259 parser building cJSON trees whose numbers are
+ * cJSON_Raw items holding their exact source token, plus small accessors.
+ *
+ * Choices (see also jsonx.h):
+ * - Strings are decoded to UTF-8. Bytes >= 0x80 are copied as they are, not
+ *   checked for valid UTF-8 (the protocol's peers send UTF-8; checking would
+ *   cost a pass over 128 MiB batches for nothing).
+ * - A lone surrogate escape (\ud800 not followed by a low surrogate escape,
+ *   or a lone \udc00) is accepted, as Python's json accepts it, and encoded
+ *   in the 3-byte WTF-8 form (ED A0 80); Python reads it back with
+ *   json.loads(bytes), which decodes with "surrogatepass".
+ * - \u0000 is rejected: cJSON strings end at the first NUL, so accepting it
+ *   would silently cut the string.
+ * - Duplicate keys are all kept, in order; jsonx_get() returns the first.
+ * - Depth: the top value is depth 0; a container at depth d holds values at
+ *   depth d + 1; a container at depth JSONX_MAX_DEPTH or more is rejected
+ *   (so at most JSONX_MAX_DEPTH nested containers).
+ * - Numbers are read and written in the C locale's format ('.' decimal
+ *   point); the programs never call setlocale(). */
+#include "jsonx.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xalloc.h"
+
+/* Parser state over s[0..len). */
+typedef struct {
+    const char *s;
+    size_t len;
+    size_t pos;
+    int raw_depth; /* values deeper than this become Raw items; < 0: none */
+    char *err;
+    size_t errlen;
+} px;
+
+/* cJSON reports allocation failure as NULL; the project's policy is to
+ * abort, as xalloc does. */
+static void *need(void *p)
+{
+    if (!p) {
+        fprintf(stderr, "fatal: out of memory (cJSON)\n");
+        abort();
+    }
+    return p;
+}
+
+__attribute__((format(printf, 3, 4))) static bool fail(px *p, size_t at, const char *fmt, ...)
+{
+    if (!p->err || !p->errlen)
+        return false;
+    char what[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(p->err, p->errlen, "%s at byte %zu", what, at);
+    return false;
+}
+
+static int peek(const px *p)
+{
+    return p->pos < p->len ? (unsigned char)p->s[p->pos] : -1;
+}
+
+static bool is_digit(int c)
+{
+    return c >= '0' && c <= '9';
+}
+
+static void skip_ws(px *p)
+{
+    while (p->pos < p->len) {
+        char c = p->s[p->pos];
+        if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+            return;
+        p->pos++;
+    }
+}
+
+/* "'x'" for a printable byte, "byte 0xNN" otherwise, for messages. */
+static const char *show_byte(int c, char buf[16])
+{
+    if (c > 0x20 && c < 0x7f)
+        snprintf(buf, 16, "'%c'", c);
+    else
+        snprintf(buf, 16, "byte 0x%02x", (unsigned)c);
+    return buf;
+}
+
+/* Reports what is at p->pos when `what` was expected there. */
+static bool fail_expected(px *p, const char *what)
+{
+    int c = peek(p);
+    if (c < 0)
+        return fail(p, p->pos, "unexpected end of input (expected %s)", what);
+    char b[16];
+    return fail(p, p->pos, "unexpected %s (expected %s)", show_byte(c, b), what);
+}
+
+static bool fail_depth(px *p)
+{
+    return fail(p, p->pos, "nesting deeper than %d levels", JSONX_MAX_DEPTH);
+}
+
+static bool starts_with(const px *p, const char *word)
+{
+    size_t n = strlen(word);
+    return p->len - p->pos >= n && memcmp(p->s + p->pos, word, n) == 0;
+}
+
+/* Where a value was expected but none starts: names the common non-JSON
+ * spellings (Python's json.dumps writes NaN and Infinity by default). */
+static bool fail_value(px *p)
+{
+    if (starts_with(p, "NaN") || starts_with(p, "Infinity"))
+        return fail(p, p->pos, "NaN and Infinity are not valid JSON");
+    return fail_expected(p, "a value");
+}
+
+static void skip_digits(px *p)
+{
+    while (is_digit(peek(p)))
+        p->pos++;
+}
+
+/* A number token, RFC 8259 section 6:
+ * -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool scan_number(px *p)
+{
+    size_t start = p->pos;
+    if (peek(p) == '-')
+        p->pos++;
+    int c = peek(p);
+    if (c == '0') {
+        p->pos++;
+        if (is_digit(peek(p)))
+            return fail(p, start, "leading zero in number");
+    } else if (is_digit(c)) {
+        skip_digits(p);
+    } else if (starts_with(p, "Infinity")) {
+        return fail(p, start, "NaN and Infinity are not valid JSON");
+    } else {
+        return fail_expected(p, "a digit in number");
+    }
+    if (peek(p) == '.') {
+        p->pos++;
+        if (!is_digit(peek(p)))
+            return fail_expected(p, "a digit after '.' in number");
+        skip_digits(p);
+    }
+    if (peek(p) == 'e' || peek(p) == 'E') {
+        p->pos++;
+        if (peek(p) == '+' || peek(p) == '-')
+            p->pos++;
+        if (!is_digit(peek(p)))
+            return fail_expected(p, "a digit in the exponent of a number");
+        skip_digits(p);
+    }
+    return true;
+}
+
+/* Reads the 4 hex digits of a \u escape at p->pos. */
+static bool read_hex4(px *p, unsigned *out)
+{
+    if (p->len - p->pos < 4)
+        return false;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p->s[p->pos + (size_t)i];
+        unsigned d;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return false;
+        v = v << 4 | d;
+    }
+    p->pos += 4;
+    *out = v;
+    return true;
+}
+
+/* UTF-8 encoding of a code point; surrogates get the 3-byte (WTF-8) form. */
+static void put_utf8(xbuf *out, unsigned cp)
+{
+    unsigned char b[4];
+    size_t n;
+    if (cp < 0x80) {
+        b[0] = (unsigned char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        b[0] = (unsigned char)(0xC0 | cp >> 6);
+        b[1] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 2;
+    } else if (cp < 0x10000) {
+        b[0] = (unsigned char)(0xE0 | cp >> 12);
+        b[1] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        b[2] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 3;
+    } else {
+        b[0] = (unsigned char)(0xF0 | cp >> 18);
+        b[1] = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+        b[2] = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+        b[3] = (unsigned char)(0x80 | (cp & 0x3F));
+        n = 4;
+    }
+    xbuf_append(out, b, n);
+}
+
+/* If a low surrogate escape follows at p->pos, consumes it and combines it
+ * with the high surrogate hi. Otherwise leaves p->pos alone (lone hi). */
+static unsigned take_low_surrogate(px *p, unsigned hi)
+{
+    if (!starts_with(p, "\\u"))
+        return hi;
+    size_t save = p->pos;
+    unsigned lo;
+    p->pos += 2;
+    if (read_hex4(p, &lo) && lo >= 0xDC00 && lo <= 0xDFFF)
+        return 0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00);
+    p->pos = save;
+    return hi;
+}
+
+/* The \u escape whose backslash is at `at`; p->pos is after the 'u'. */
+static bool scan_unicode_escape(px *p, size_t at, xbuf *out)
+{
+    unsigned cp;
+    if (!read_hex4(p, &cp))
+        return fail(p, at, "invalid \\u escape in string (expected 4 hex digits)");
+    if (cp == 0)
+        return fail(p, at, "\\u0000 in a string is not supported");
+    if (cp >= 0xD800 && cp <= 0xDBFF)
+        cp = take_low_surrogate(p, cp);
+    if (out)
+        put_utf8(out, cp);
+    return true;
+}
+
+/* One escape sequence at p->pos (the backslash). */
+static bool scan_escape(px *p, xbuf *out)
+{
+    size_t at = p->pos;
+    if (p->len - at < 2)
+        return fail(p, at, "unterminated string");
+    char c = p->s[at + 1];
+    p->pos = at + 2;
+    static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
+    const char *hit = c ? strchr(from, c) : NULL;
+    if (hit) {
+        if (out)
+            xbuf_append(out, &to[hit - from], 1);
+        return true;
+    }
+    if (c == 'u')
+        return scan_unicode_escape(p, at, out);
+    char b[16];
+    return fail(p, at, "invalid escape '\\' followed by %s in string",
+                show_byte((unsigned char)c, b));
+}
+
+/* Bytes that end a run of plain string content. */
+static bool is_special(unsigned char c)
+{
+    return c < 0x20 || c == '"' || c == '\\';
+}
+
+/* A string at p->pos (its opening quote). out: where to decode it, or NULL
+ * to validate only. Plain runs are copied in one go. */
+static bool scan_string(px *p, xbuf *out)
+{
+    size_t start = p->pos++;
+    for (;;) {
+        size_t run = p->pos;
+        while (p->pos < p->len && !is_special((unsigned char)p->s[p->pos]))
+            p->pos++;
+        if (out && p->pos > run)
+            xbuf_append(out, p->s + run, p->pos - run);
+        if (p->pos >= p->len)
+            return fail(p, start, "unterminated string");
+        unsigned char c = (unsigned char)p->s[p->pos];
+        if (c == '"') {
+            p->pos++;
+            return true;
+        }
+        if (c < 0x20)
+            return fail(p, p->pos, "unescaped control character 0x%02x in string", c);
+        if (!scan_escape(p, out))
+            return false;
+    }
+}
+
+static bool scan_word(px *p, const char *word)
+{
+    if (!starts_with(p, word))
+        return fail(p, p->pos, "invalid literal (expected %s)", word);
+    p->pos += strlen(word);
+    return true;
+}
+
+/* Any value but a container, validated and skipped. */
+static bool skip_scalar(px *p)
+{
+    int c = peek(p);
+    switch (c) {
+    case '"':
+        return scan_string(p, NULL);
+    case 't':
+        return scan_word(p, "true");
+    case 'f':
+        return scan_word(p, "false");
+    case 'n':
+        return scan_word(p, "null");
+    default:
+        if (c == '-' || is_digit(c))
+            return scan_number(p);
+        return fail_value(p);
+    }
+}
+
+/* After '[' or '{': consumes the closing bracket of an empty container and
+ * returns false, or returns true when an item follows. */
+static bool first_item(px *p, char close)
+{
+    skip_ws(p);
+    if (peek(p) == close) {
+        p->pos++;
+        return false;
+    }
+    return true;
+}
+
+/* After a container's item: consumes ',' (*more = true) or the closing
+ * bracket (*more = false). */
+static bool next_item(px *p, char close, bool *more)
+{
+    skip_ws(p);
+    int c = peek(p);
+    if (c == ',') {
+        p->pos++;
+        skip_ws(p);
+        if (peek(p) == close)
+            return fail(p, p->pos, "trailing comma before '%c'", close);
+        *more = true;
+        return true;
+    }
+    if (c == close) {
+        p->pos++;
+        *more = false;
+        return true;
+    }
+    return fail_expected(p, close == ']' ? "',' or ']' after an array item"
+                                         : "',' or '}' after an object member");
+}
+
+/* An object key and the ':' after it. out: where to decode the key, or
+ * NULL to validate only. */
+static bool scan_key(px *p, xbuf *out)
+{
+    skip_ws(p);
+    if (peek(p) != '"')
+        return fail_expected(p, "a string key");
+    if (!scan_string(p, out))
+        return false;
+    skip_ws(p);
+    if (peek(p) != ':')
+        return fail_expected(p, "':' after an object key");
+    p->pos++;
+    return true;
+}
+
+/* Validates one value (at depth `depth`) without building anything.
+ * Iterative with an explicit stack of closing brackets, so that huge or
+ * deep payloads cost neither recursion nor allocation. */
+static bool skip_value(px *p, int depth)
+{
+    char close[JSONX_MAX_DEPTH];
+    int top = 0;
+    for (;;) {
+        skip_ws(p);
+        int c = peek(p);
+        if (c == '[' || c == '{') {
+            if (depth + top >= JSONX_MAX_DEPTH)
+                return fail_depth(p);
+            p->pos++;
+            char cl = c == '[' ? ']' : '}';
+            if (first_item(p, cl)) {
+                close[top++] = cl;
+                if (cl == '}' && !scan_key(p, NULL))
+                    return false;
+                continue; /* the first item's value */
+            }
+        } else if (!skip_scalar(p)) {
+            return false;
+        }
+        /* A value ended: close the containers it ended, up to one that has
+         * a next item. */
+        bool more = false;
+        while (top > 0 && !more) {
+            if (!next_item(p, close[top - 1], &more))
+                return false;
+            if (!more)
+                top--;
+        }
+        if (top == 0)
+            return true;
+        if (close[top - 1] == '}' && !scan_key(p, NULL))
+            return false;
+    }
+}
+
+/* A Raw item holding s[0..n) (need not be NUL-terminated). The text is
+ * copied once, with cJSON's allocator, since cJSON_Delete frees it. */
+static cJSON *new_raw(const char *s, size_t n)
+{
+    cJSON *item = need(cJSON_CreateRaw(""));
+    char *v = need(cJSON_malloc(n + 1));
+    memcpy(v, s, n);
+    v[n] = '\0';
+    cJSON_free(item->valuestring);
+    item->valuestring = v;
+    return item;
+}
+
+static cJSON *build_value(px *p, int depth);
+
+static cJSON *build_scalar(px *p)
+{
+    size_t start = p->pos;
+    if (peek(p) == '"') {
+        xbuf b = {0};
+        xbuf_append(&b, "", 0); /* "" must decode to "", not to NULL */
+        cJSON *item = scan_string(p, &b) ? need(cJSON_CreateString(b.data)) : NULL;
+        xbuf_free(&b);
+        return item;
+    }
+    if (!skip_scalar(p))
+        return NULL;
+    switch (p->s[start]) {
+    case 't':
+        return need(cJSON_CreateTrue());
+    case 'f':
+        return need(cJSON_CreateFalse());
+    case 'n':
+        return need(cJSON_CreateNull());
+    default:
+        return new_raw(p->s + start, p->pos - start);
+    }
+}
+
+static cJSON *build_array(px *p, int depth)
+{
+    if (depth >= JSONX_MAX_DEPTH)
+        return fail_depth(p), NULL;
+    p->pos++;
+    cJSON *arr = need(cJSON_CreateArray());
+    bool more = first_item(p, ']');
+    while (more) {
+        cJSON *item = build_value(p, depth + 1);
+        if (!item)
+            goto bad;
+        cJSON_AddItemToArray(arr, item);
+        if (!next_item(p, ']', &more))
+            goto bad;
+    }
+    return arr;
+bad:
+    cJSON_Delete(arr);
+    return NULL;
+}
+
+static cJSON *build_object(px *p, int depth)
+{
+    if (depth >= JSONX_MAX_DEPTH)
+        return fail_depth(p), NULL;
+    p->pos++;
+    cJSON *obj = need(cJSON_CreateObject());
+    xbuf key = {0};
+    bool more = first_item(p, '}');
+    while (more) {
+        key.len = 0;
+        xbuf_append(&key, "", 0); /* "" must decode to "", not to NULL */
+        if (!scan_key(p, &key))
+            goto bad;
+        cJSON *item = build_value(p, depth + 1);
+        if (!item)
+            goto bad;
+        /* Appends, so key order is kept; duplicates are kept too. */
+        cJSON_AddItemToObject(obj, key.data, item);
+        if (!next_item(p, '}', &more))
+            goto bad;
+    }
+    xbuf_free(&key);
+    return obj;
+bad:
+    xbuf_free(&key);
+    cJSON_Delete(obj);
+    return NULL;
+}
+
+static cJSON *build_value(px *p, int depth)
+{
+    skip_ws(p);
+    if (p->raw_depth >= 0 && depth > p->raw_depth) {
+        size_t start = p->pos;
+        return skip_value(p, depth) ? new_raw(p->s + start, p->pos - start) : NULL;
+    }
+    int c = peek(p);
+    if (c == '[')
+        return build_array(p, depth);
+    if (c == '{')
+        return build_object(p, depth);
+    return build_scalar(p);
+}
+
+static void clear_err(char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+}
+
+cJSON *jsonx_parse_shallow(const char *buf, size_t len, int raw_depth, char *err, size_t errlen)
+{
+    px p = {.s = buf, .len = buf ? len : 0, .raw_depth = raw_depth, .err = err, .errlen = errlen};
+    clear_err(err, errlen);
+    cJSON *root = build_value(&p, 0);
+    if (!root)
+        return NULL;
+    skip_ws(&p);
+    if (p.pos < p.len) {
+        fail(&p, p.pos, "unexpected data after the JSON value");
+        cJSON_Delete(root);
+        return NULL;
+    }
+    return root;
+}
+
+cJSON *jsonx_parse(const char *buf, size_t len, char *err, size_t errlen)
+{
+    return jsonx_parse_shallow(buf, len, -1, err, errlen);
+}
+
+long jsonx_array_items(const char *buf, size_t len, jsonx_item_cb cb, void *data, char *err,
+                       size_t errlen)
+{
+    px p = {.s = buf, .len = buf ? len : 0, .raw_depth = -1, .err = err, .errlen = errlen};
+    clear_err(err, errlen);
+    skip_ws(&p);
+    if (peek(&p) != '[')
+        return fail_expected(&p, "'[' (a JSON array)"), -1;
+    p.pos++;
+    long n = 0;
+    bool more = first_item(&p, ']');
+    while (more) {
+        skip_ws(&p);
+        size_t start = p.pos;
+        if (!skip_value(&p, 1))
+            return -1;
+        if (cb && !cb(data, (size_t)n, buf + start, p.pos - start))
+            return fail(&p, start, "item %ld refused by the callback", n), -1;
+        n++;
+        if (!next_item(&p, ']', &more))
+            return -1;
+    }
+    skip_ws(&p);
+    if (p.pos < p.len)
+        return fail(&p, p.pos, "unexpected data after the JSON array"), -1;
+    return n;
+}
+
+/* True if s is exactly one JSON number token. */
+static bool is_number_token(const char *s)
+{
+    px p = {.s = s, .len = strlen(s), .raw_depth = -1};
+    return p.len > 0 && scan_number(&p) && p.pos == p.len;
+}
+
+bool jsonx_is_number(const cJSON *item)
+{
+    if (!item)
+        return false;
+    if (cJSON_IsNumber(item))
+        return true;
+    return cJSON_IsRaw(item) && item->valuestring && is_number_token(item->valuestring);
+}
+
+/* An integral double in int64 range. -2^63 is exact as a double; 2^63 is
+ * the first value out of range. */
+static bool double_to_i64(double d, int64_t *out)
+{
+    if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0))
+        return false;
+    int64_t v = (int64_t)d;
+    if ((double)v != d)
+        return false;
+    *out = v;
+    return true;
+}
+
+_Static_assert(sizeof(long long) == sizeof(int64_t), "strtoll reads int64 range");
+
+bool jsonx_get_i64(const cJSON *item, int64_t *out)
+{
+    if (!jsonx_is_number(item))
+        return false;
+    if (cJSON_IsNumber(item))
+        return double_to_i64(item->valuedouble, out);
+    const char *s = item->valuestring;
+    if (strpbrk(s, ".eE"))
+        return false; /* exact integers only: 1.0 and 1e3 are not */
+    errno = 0;
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end)
+        return false;
+    *out = (int64_t)v;
+    return true;
+}
+
+bool jsonx_get_double(const cJSON *item, double *out)
+{
+    if (!jsonx_is_number(item))
+        return false;
+    if (cJSON_IsNumber(item)) {
+        *out = item->valuedouble;
+        return true;
+    }
+    errno = 0;
+    double d = strtod(item->valuestring, NULL);
+    /* Overflow (1e400) has no double; underflow (1e-400) rounds to 0 or a
+     * subnormal, which is the nearest double, so it is accepted. */
+    if (errno == ERANGE && isinf(d))
+        return false;
+    *out = d;
+    return true;
+}
+
+cJSON *jsonx_new_i64(int64_t v)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%" PRId64, v);
+    return new_raw(buf, (size_t)n);
+}
+
+cJSON *jsonx_new_double(double v)
+{
+    if (!isfinite(v))
+        return need(cJSON_CreateNull()); /* JSON has no inf or nan */
+    char buf[48];
+    for (int prec = 15; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break; /* %.17g always round-trips */
+    }
+    /* Keep it a float for Python peers: 3.0, not 3 (which reads as an int). */
+    if (!strpbrk(buf, ".eE"))
+        strcat(buf, ".0");
+    return new_raw(buf, strlen(buf));
+}
+
+cJSON *jsonx_get(const cJSON *obj, const char *key)
+{
+    if (!cJSON_IsObject(obj) || !key)
+        return NULL;
+    for (cJSON *c = obj->child; c; c = c->next)
+        if (c->string && strcmp(c->string, key) == 0)
+            return c;
+    return NULL;
+}
+
+const char *jsonx_get_str(const cJSON *obj, const char *key)
+{
+    cJSON *item = jsonx_get(obj, key);
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+char *jsonx_print(const cJSON *item)
+{
+    if (!item)
+        return xstrdup("null");
+    char *s = cJSON_PrintUnformatted(item);
+    if (!s) {
+        /* cJSON fails only on allocation or on a malformed tree (a Raw item
+         * without text), both fatal under the project's policy. */
+        fprintf(stderr, "fatal: cannot print JSON (out of memory or malformed tree)\n");
+        abort();
+    }
+    return s;
+}
+
+/* Type of the text of a Raw item (jsonx_parse_shallow stores any value so). */
+static const char *raw_type_name(const char *s)
+{
+    if (!s)
+        return "invalid";
+    s += strspn(s, " \t\r\n");
+    switch (*s) {
+    case '{':
+        return "object";
+    case '[':
+        return "list";
+    case '"':
+        return "string";
+    case 't':
+    case 'f':
+        return "bool";
+    case 'n':
+        return "null";
+    default:
+        return "number";
+    }
+}
+
+const char *jsonx_type_name(const cJSON *item)
+{
+    if (!item)
+        return "missing";
+    switch (item->type & 0xFF) {
+    case cJSON_NULL:
+        return "null";
+    case cJSON_False:
+    case cJSON_True:
+        return "bool";
+    case cJSON_Number:
+        return "number";
+    case cJSON_String:
+        return "string";
+    case cJSON_Array:
+        return "list";
+    case cJSON_Object:
+        return "object";
+    case cJSON_Raw:
+        return raw_type_name(item->valuestring);
+    default:
+        return "invalid";
+    }
+}
+
+cJSON *jsonx_dup(const cJSON *item)
+{
+    if (!item)
+        return NULL;
+    return need(cJSON_Duplicate(item, true));
+}

@@ -1,0 +1,99 @@
+/* slave: the slave end of the interaction protocol (a learner, or the
+ * aggregator towards its coordinator): /connect, /disconnect, /task/new,
+ * /ping, /shutdown, with every check in the order of protocol.md; heartbeats
+ * to the master every heartbeat_span; loss of the master detected when its
+ * heartbeats fail.
+ *
+ * Tasks are asynchronous: /task/new answers at once after on_task accepted
+ * the task; the embedding program finishes the current task later, from its
+ * own loop, with slave_task_complete() / slave_task_fail(). One task at a time.
+ *
+ * Ownership: cJSON passed to callbacks is borrowed for the call; results given
+ * to slave_task_* are taken over. Threading: the loop's thread only. */
+#ifndef SLAVE_H
+#define SLAVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "ev.h"
+#include "hs.h"
+
+typedef struct slave slave;
+
+typedef struct {
+    const char *name;        /* for logs, e.g. "learner3" */
+    hs_config http;          /* where to listen (and limits) */
+    int channel;             /* the slave's channel (default 0) */
+    long heartbeat_span_ms;  /* default 3000, minimum 200 unless tests
+                                lower it with allow_fast_heartbeat */
+    bool allow_fast_heartbeat;
+    int heartbeat_fail_limit; /* consecutive failed heartbeats (after their
+                                 retries) that mean the master is lost;
+                                 default 3 */
+    int retries;              /* reports: connection-level retries (5) */
+    long retry_wait_ms;       /* between retries (1000) */
+    long request_timeout_ms;  /* one request to the master (30000) */
+    int raw_depth;            /* task bodies: values deeper than this stay
+                                 raw JSON text (jsonx_parse_shallow); -1:
+                                 parse everything (default). 2 keeps each
+                                 learn data item as raw text. */
+} slave_config;
+
+void slave_config_init(slave_config *cfg);
+
+/* Verdicts of on_connect / on_disconnect / on_task. */
+typedef struct {
+    bool refuse;       /* refuse with the protocol's code (503/504/602) */
+    int status;        /* > 0: answer with this HTTP status instead (fault
+                          injection: an error status) */
+    char message[256]; /* message for refuse/status; empty: the default */
+} slave_verdict;
+
+typedef struct {
+    /* A master connected. data is the request's "data". */
+    void (*on_connect)(void *ud, const cJSON *data, slave_verdict *v);
+    void (*on_disconnect)(void *ud, const cJSON *data, slave_verdict *v);
+    /* A new task. task_data is the request's "data" object. Accepting it (no
+     * refuse, no status) makes it the current task. */
+    void (*on_task)(void *ud, const char *task_id, const cJSON *task_data, slave_verdict *v);
+    /* The master was lost (heartbeats failed) or disconnected; a running
+     * task, if any, is abandoned (the slave forgets it). */
+    void (*on_master_lost)(void *ud, const char *why);
+    /* /shutdown was accepted; the server stops after this reply. */
+    void (*on_shutdown)(void *ud);
+} slave_callbacks;
+
+/* Starts listening. NULL with a message in err on failure. */
+slave *slave_new(ev_loop *loop, const slave_config *cfg, const slave_callbacks *cbs, void *ud,
+                 char *err, size_t errlen);
+void slave_free(slave *s);
+
+int slave_port(const slave *s);
+/* The slave's own token (for /ping and /shutdown). */
+const char *slave_self_token(const slave *s);
+bool slave_connected(const slave *s);
+/* The id of the current task, or NULL. */
+const char *slave_current_task(const slave *s);
+
+/* Finish the current task: result (taken over; NULL or an empty/false result
+ * is sent as {} like the reference) goes to the master with PUT
+ * /slave/task/complete or /slave/task/fail. task_id must be the current
+ * task's; returns -1 otherwise. The slot is free again at once. */
+int slave_task_complete(slave *s, const char *task_id, cJSON *result);
+int slave_task_fail(slave *s, const char *task_id, cJSON *result);
+
+/* Fault injection for mocks: finish the current task by sending body
+ * verbatim (taken over) to `path` ("/slave/task/complete"...). If
+ * declared_len > len, a Content-Length of declared_len is sent with only len
+ * bytes, then the connection is dropped (a truncated body). */
+int slave_task_report_raw(slave *s, const char *task_id, const char *path, char *body, size_t len,
+                          size_t declared_len);
+/* Stop or resume heartbeats (a silent partition). */
+void slave_pause_heartbeats(slave *s, bool paused);
+/* Counters for tests. */
+unsigned long slave_heartbeats_sent(const slave *s);
+
+#endif

@@ -1,0 +1,38 @@
+/* testutil: helpers for tests that run servers and clients on one ev loop:
+ * run the loop until a condition holds (with a cap, never a bare sleep), and
+ * a synchronous-looking HTTP request that drives the loop while it waits.
+ * Single-threaded; results are owned by the caller (tu_reply_free). */
+#ifndef TESTUTIL_H
+#define TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ev.h"
+#include "hc.h"
+
+/* Runs the loop until *flag becomes nonzero or cap_ms passes. Returns true if
+ * the flag was set. */
+bool tu_run_until(ev_loop *loop, const int *flag, long cap_ms);
+/* Runs the loop until pred(data) is true or cap_ms passes. */
+bool tu_run_until_pred(ev_loop *loop, bool (*pred)(void *data), void *data, long cap_ms);
+/* Runs the loop for ms milliseconds (to check that something does NOT
+ * happen). */
+void tu_run_for(ev_loop *loop, long ms);
+
+typedef struct {
+    long status;
+    char *body;
+    char *error;
+    int code;     /* envelope code, -1 if not an envelope */
+    int success;  /* envelope success, -1 if not an envelope */
+    char *message;/* envelope message or NULL */
+} tu_reply;
+
+/* Sends one request through hc and runs the loop until it ends (cap 10 s).
+ * token/channel may be NULL / < 0 for none; body NULL sends "{}". */
+tu_reply tu_http(ev_loop *loop, hc_client *c, const char *method, const char *url, const char *token, int channel,
+                 const char *body);
+void tu_reply_free(tu_reply *r);
+
+#endif
