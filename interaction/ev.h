@@ -41,7 +41,8 @@ ev_timer *ev_timer_start(ev_loop *loop, uint64_t delay_ms, ev_timer_cb cb, void 
 void ev_timer_stop(ev_loop *loop, ev_timer *t);
 
 /* Delivers signum through the loop (signalfd); blocks the signal in the
- * calling thread. Returns 0 or -1. One callback per signal. */
+ * calling thread. Returns 0 or -1. One callback per signal. A child forked
+ * afterwards inherits the blocked mask: unblock (sigprocmask) before exec. */
 int ev_signal(ev_loop *loop, int signum, ev_signal_cb cb, void *data);
 
 /* Runs until ev_stop() is called (also before the call), then clears the

@@ -574,6 +574,8 @@ static void on_request(void *data, hs_request *r)
         p = P_PING, want = "GET";
     else if (strcmp(path, "/shutdown") == 0)
         p = P_SHUTDOWN, want = "DELETE";
+    if (p == P_NONE && m->cbs.on_http && m->cbs.on_http(m->ud, r))
+        return;
     if (p == P_NONE) {
         char *msg = xasprintf("No endpoint %s %s on this master.", method, path);
         reply_msg(r, 404, false, 404, msg);
@@ -774,4 +776,15 @@ size_t master_conn_count(const master *m)
 master_conn *master_conn_at(const master *m, size_t i)
 {
     return i < m->nconns ? m->conns[i] : NULL;
+}
+
+unsigned master_requests_pending(const master *m)
+{
+    return hc_pending(m->client);
+}
+
+void master_bytes(const master *m, unsigned long long *in, unsigned long long *out)
+{
+    *in = hs_bytes_in(m->http) + hc_bytes_in(m->client);
+    *out = hs_bytes_out(m->http) + hc_bytes_out(m->client);
 }

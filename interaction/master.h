@@ -55,6 +55,10 @@ typedef struct {
     /* /shutdown was accepted (optional); the HTTP server stops after the
      * reply, the embedding program decides what else stops. */
     void (*on_shutdown)(void *ud);
+    /* A request for a path the protocol does not define (optional): return
+     * true after answering it with hs_reply() (e.g. GET /metrics), false to
+     * let the master answer 404. */
+    bool (*on_http)(void *ud, hs_request *r);
 } master_callbacks;
 
 master *master_new(ev_loop *loop, const master_config *cfg, const master_callbacks *cbs, void *ud,
@@ -112,6 +116,12 @@ void master_task_cancel(master_task *t);
 const char *master_task_id(const master_task *t);
 master_conn *master_task_conn(const master_task *t);
 proto_task_state master_task_state(const master_task *t);
+
+/* HTTP requests of the master's client still in flight (e.g. the
+ * /disconnect requests sent at shut-down). */
+unsigned master_requests_pending(const master *m);
+/* Bytes of HTTP bodies received and sent by the master (server and client). */
+void master_bytes(const master *m, unsigned long long *in, unsigned long long *out);
 
 /* Number of connections and their names in connection order. */
 size_t master_conn_count(const master *m);

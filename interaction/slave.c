@@ -30,6 +30,7 @@ struct slave {
     bool hb_paused;
     int hb_failures;
     unsigned long hb_sent;
+    unsigned reports_pending;
 };
 
 void slave_config_init(slave_config *cfg)
@@ -324,9 +325,8 @@ static void do_task(slave *s, hs_request *r)
     /* The task is current while on_task runs, so that the callback may
      * finish it at once. */
     s->task_id = xstrdup(id->valuestring);
-    const char *tid = s->task_id;
     if (s->cbs.on_task)
-        s->cbs.on_task(s->ud, tid, data, &v);
+        s->cbs.on_task(s->ud, id->valuestring, data, &v); /* id lives in j */
     cJSON_Delete(j);
     if (v.refuse || v.status > 0) {
         if (s->task_id) {
@@ -480,9 +480,16 @@ const char *slave_current_task(const slave *s)
     return s->task_id;
 }
 
+typedef struct {
+    slave *s;
+    char *what;
+} report_ctx;
+
 static void on_report_reply(void *data, const hc_result *res)
 {
-    char *what = data;
+    report_ctx *rc = data;
+    char *what = rc->what;
+    rc->s->reports_pending--;
     if (res->error)
         LOG_ERROR(NULL, "report %s failed: %s", what, res->error);
     else if (res->status != 200)
@@ -490,6 +497,7 @@ static void on_report_reply(void *data, const hc_result *res)
     else
         LOG_DEBUG(NULL, "report %s delivered", what);
     free(what);
+    free(rc);
 }
 
 static int send_report(slave *s, const char *task_id, const char *path, char *body, size_t len, size_t declared)
@@ -517,16 +525,20 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
         o.retries = 0;
         o.timeout_ms = 500;
     }
-    char *what = xasprintf("%s of task %s to %s", path, task_id, s->master_address);
-    hc_req *req = hc_send(s->client, &o, on_report_reply, what);
+    report_ctx *rc = xmalloc(sizeof *rc);
+    rc->s = s;
+    rc->what = xasprintf("%s of task %s to %s", path, task_id, s->master_address);
+    hc_req *req = hc_send(s->client, &o, on_report_reply, rc);
     free(url);
     free(s->task_id);
     s->task_id = NULL;
     if (!req) {
-        LOG_ERROR(s->name, "cannot send %s", what);
-        free(what);
+        LOG_ERROR(s->name, "cannot send %s", rc->what);
+        free(rc->what);
+        free(rc);
         return -1;
     }
+    s->reports_pending++;
     return 0;
 }
 
@@ -573,4 +585,15 @@ void slave_pause_heartbeats(slave *s, bool paused)
 unsigned long slave_heartbeats_sent(const slave *s)
 {
     return s->hb_sent;
+}
+
+unsigned slave_reports_pending(const slave *s)
+{
+    return s->reports_pending;
+}
+
+void slave_bytes(const slave *s, unsigned long long *in, unsigned long long *out)
+{
+    *in = (s->http ? hs_bytes_in(s->http) : 0) + hc_bytes_in(s->client);
+    *out = (s->http ? hs_bytes_out(s->http) : 0) + hc_bytes_out(s->client);
 }

@@ -91,6 +91,11 @@ int slave_task_fail(slave *s, const char *task_id, cJSON *result);
  * bytes, then the connection is dropped (a truncated body). */
 int slave_task_report_raw(slave *s, const char *task_id, const char *path, char *body, size_t len,
                           size_t declared_len);
+/* Result reports still in flight (to wait for them before exiting). */
+unsigned slave_reports_pending(const slave *s);
+/* Bytes of HTTP bodies received and sent by the slave (server and client). */
+void slave_bytes(const slave *s, unsigned long long *in, unsigned long long *out);
+
 /* Stop or resume heartbeats (a silent partition). */
 void slave_pause_heartbeats(slave *s, bool paused);
 /* Counters for tests. */

@@ -1,0 +1,80 @@
+/* agg_internal: the aggregator's shared state, for its own modules only
+ * (agg_core.c, agg_k8s.c). Not an API. */
+#ifndef AGG_INTERNAL_H
+#define AGG_INTERNAL_H
+
+#include "agg.h"
+#include "agg_metrics.h"
+#include "hc.h"
+#include "hs.h"
+#include "master.h"
+#include "slave.h"
+
+typedef enum { L_WAITING, L_CONNECTING, L_CONNECTED } learner_state;
+
+typedef struct learner {
+    struct agg *a;
+    char *id;
+    char *host;
+    int port;
+    learner_state state;
+    bool failed;            /* did not join within max_retry (this window) */
+    bool reported;          /* failure sent to the operator (k8s) */
+    uint64_t window_start;  /* ms: start of the current join window */
+    master_conn *conn;
+    ev_timer *retry;
+} learner;
+
+struct job;
+
+struct agg {
+    ev_loop *loop;
+    agg_config cfg; /* owned copy of the scalar settings; strings borrowed
+                       from the caller's config, which outlives agg */
+    slave *slave;
+    master *master;
+    hs_server *metrics_http;
+    hc_client *client; /* operator requests */
+    agg_metrics *metrics;
+    learner **learners;
+    size_t nlearners, caplearners;
+    agg_ready_cb ready_cb;
+    void *ready_ud;
+    bool ready;
+    ev_timer *ready_timer;
+    uint64_t start_ms;
+    /* demands of the last get-data, in learner order */
+    char **demand_ids;
+    size_t *demands;
+    size_t ndemands;
+    bool have_demands;
+    struct job *job;        /* the coordinator task being worked on */
+    char *queued_id;        /* a task that arrived while an abandoned job drained */
+    cJSON *queued_data;
+    bool stopping;
+    agg_done_cb done_cb;
+    void *done_ud;
+    ev_timer *grace_timer;
+    ev_timer *drain_timer;
+    /* Kubernetes mode */
+    bool k8s;
+    bool k8s_synced;
+    ev_timer *sync_timer;
+    hc_req *sync_req;
+    int plant; /* planted bug (tests of the scenario library), 0: none */
+};
+
+enum { PLANT_NONE = 0, PLANT_MERGE_DROPS_KEY, PLANT_SPLIT_OFF_BY_ONE, PLANT_NO_DEADLINE, PLANT_NO_RETAKE };
+
+learner *agg_learner_find(struct agg *a, const char *id);
+learner *agg_learner_add(struct agg *a, const char *id, const char *host, int port);
+/* Disconnects (if connected) and forgets a learner. */
+void agg_learner_remove(struct agg *a, learner *l, const char *why);
+size_t agg_world_size(const struct agg *a);
+void agg_check_ready(struct agg *a);
+
+/* agg_k8s.c */
+void agg_k8s_start(struct agg *a);
+void agg_k8s_stop(struct agg *a);
+
+#endif

@@ -1,0 +1,391 @@
+/* agg_merge: merging learners' results and splitting learn data. */
+#include "agg_merge.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "xalloc.h"
+
+/* ---- merge ---- */
+
+/* The key path of the values being merged, as a chain up to the top (NULL),
+ * kept on the stack: it is only rendered when there is an error. */
+typedef struct keypath {
+    const struct keypath *up;
+    const char *key;
+} keypath;
+
+typedef struct {
+    const char *const *names;
+    char *err;
+    size_t errlen;
+} merger;
+
+/* Keys whose value is the first learner's, not a merge (the reference's
+ * "homogeneous keys"). */
+static bool first_learner_key(const char *key)
+{
+    static const char *const keys[] = {"learner_step", "buffer_id", "task_id", "learner_done"};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(key, keys[i]) == 0)
+            return true;
+    return false;
+}
+
+static void render_path(const keypath *at, xbuf *b)
+{
+    if (!at)
+        return;
+    render_path(at->up, b);
+    if (at->up)
+        xbuf_puts(b, ".");
+    xbuf_puts(b, at->key);
+}
+
+/* "a list", "an object", "null", "no value" (NULL) for messages. */
+static const char *with_article(const cJSON *item, bool missing)
+{
+    if (missing)
+        return "no value";
+    if (!item)
+        return "null"; /* a NULL value counts as JSON null */
+    const char *t = jsonx_type_name(item);
+    if (strcmp(t, "object") == 0)
+        return "an object";
+    if (strcmp(t, "list") == 0)
+        return "a list";
+    if (strcmp(t, "number") == 0)
+        return "a number";
+    if (strcmp(t, "string") == 0)
+        return "a string";
+    if (strcmp(t, "bool") == 0)
+        return "a bool";
+    return t; /* null, invalid */
+}
+
+static void put_name(const merger *m, size_t i, xbuf *b)
+{
+    if (m->names && m->names[i])
+        xbuf_puts(b, m->names[i]);
+    else
+        xbuf_printf(b, "#%zu", i);
+}
+
+/* "cannot merge results: at key path 'a.b' learner 'x'" (no key path at
+ * the top). */
+static void start_message(const merger *m, const keypath *at, size_t i, xbuf *b)
+{
+    xbuf_puts(b, "cannot merge results: ");
+    if (at) {
+        xbuf_puts(b, "at key path '");
+        render_path(at, b);
+        xbuf_puts(b, "' ");
+    }
+    xbuf_puts(b, "learner '");
+    put_name(m, i, b);
+    xbuf_puts(b, "'");
+}
+
+/* Writes into err what learner i has at `at` (got, or nothing if missing)
+ * where learner 0 has want. */
+static void mismatch(const merger *m, const keypath *at, size_t i, const cJSON *got, bool missing,
+                     const cJSON *want)
+{
+    if (!m->err || !m->errlen)
+        return;
+    xbuf b = {0};
+    start_message(m, at, i, &b);
+    xbuf_printf(&b, " has %s where '", with_article(got, missing));
+    put_name(m, 0, &b);
+    xbuf_printf(&b, "' has %s", with_article(want, false));
+    snprintf(m->err, m->errlen, "%s", b.data);
+    xbuf_free(&b);
+}
+
+/* cJSON reports allocation failure as NULL; the project's policy (xalloc)
+ * is to abort. */
+static cJSON *made(cJSON *item)
+{
+    if (!item) {
+        fprintf(stderr, "fatal: out of memory (cJSON)\n");
+        abort();
+    }
+    return item;
+}
+
+/* A copy to put in a list: without the member name it may carry. */
+static cJSON *dup_value(const cJSON *item)
+{
+    cJSON *d = made(item ? jsonx_dup(item) : cJSON_CreateNull());
+    if (d->string && !(d->type & cJSON_StringIsConst))
+        cJSON_free(d->string);
+    d->string = NULL;
+    d->type &= ~cJSON_StringIsConst;
+    return d;
+}
+
+static bool is_list(const cJSON *item)
+{
+    return cJSON_IsArray(item);
+}
+
+static bool is_object(const cJSON *item)
+{
+    return cJSON_IsObject(item);
+}
+
+static cJSON *merge_values(const merger *m, const cJSON *const *v, size_t n, const keypath *at);
+
+/* The reference returns the list itself for null and scalars. */
+static cJSON *list_of(const cJSON *const *v, size_t n)
+{
+    cJSON *out = made(cJSON_CreateArray());
+    for (size_t i = 0; i < n; i++)
+        cJSON_AddItemToArray(out, dup_value(v[i]));
+    return out;
+}
+
+static cJSON *concat_lists(const merger *m, const cJSON *const *v, size_t n, const keypath *at)
+{
+    for (size_t i = 1; i < n; i++)
+        if (!is_list(v[i]))
+            return mismatch(m, at, i, v[i], false, v[0]), NULL;
+    cJSON *out = made(cJSON_CreateArray());
+    for (size_t i = 0; i < n; i++)
+        for (const cJSON *c = v[i]->child; c; c = c->next)
+            cJSON_AddItemToArray(out, dup_value(c));
+    return out;
+}
+
+/* The merged value of member `key` (of learner 0's object) across all. */
+static cJSON *merge_member(const merger *m, const cJSON *const *v, size_t n, const cJSON *key,
+                           const keypath *at, const cJSON **col)
+{
+    if (first_learner_key(key->string))
+        return dup_value(key);
+    keypath sub = {at, key->string};
+    col[0] = key;
+    for (size_t i = 1; i < n; i++) {
+        col[i] = jsonx_get(v[i], key->string);
+        if (!col[i])
+            return mismatch(m, &sub, i, NULL, true, key), NULL;
+    }
+    return merge_values(m, col, n, &sub);
+}
+
+static cJSON *merge_objects(const merger *m, const cJSON *const *v, size_t n, const keypath *at)
+{
+    for (size_t i = 1; i < n; i++)
+        if (!is_object(v[i]))
+            return mismatch(m, at, i, v[i], false, v[0]), NULL;
+    cJSON *out = made(cJSON_CreateObject());
+    const cJSON **col = xmalloc(n * sizeof *col); /* one member's values */
+    for (const cJSON *key = v[0]->child; key; key = key->next) {
+        cJSON *val = merge_member(m, v, n, key, at, col);
+        if (!val) {
+            cJSON_Delete(out);
+            out = NULL;
+            break;
+        }
+        if (!cJSON_AddItemToObject(out, key->string, val))
+            made(NULL); /* copying the key failed */
+    }
+    free(col);
+    return out;
+}
+
+/* A Raw item that is not a number holds unparsed text; merging it as a
+ * scalar would silently give a wrong shape for a list or an object. */
+static bool refuse_raw(const merger *m, const cJSON *const *v, size_t n, const keypath *at)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *t = v[i] && cJSON_IsRaw(v[i]) ? jsonx_type_name(v[i]) : "";
+        if (strcmp(t, "list") != 0 && strcmp(t, "object") != 0)
+            continue;
+        if (m->err && m->errlen) {
+            xbuf b = {0};
+            start_message(m, at, i, &b);
+            xbuf_puts(&b, " has unparsed JSON text (merge needs full trees)");
+            snprintf(m->err, m->errlen, "%s", b.data);
+            xbuf_free(&b);
+        }
+        return true;
+    }
+    return false;
+}
+
+static cJSON *merge_values(const merger *m, const cJSON *const *v, size_t n, const keypath *at)
+{
+    if (refuse_raw(m, v, n, at))
+        return NULL;
+    if (is_list(v[0]))
+        return concat_lists(m, v, n, at);
+    if (is_object(v[0]))
+        return merge_objects(m, v, n, at);
+    return list_of(v, n);
+}
+
+cJSON *agg_merge(cJSON *const *values, size_t n, const char *const *names, char *err,
+                 size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (n == 0) {
+        if (err && errlen)
+            snprintf(err, errlen, "cannot merge results: no learner results");
+        return NULL;
+    }
+    merger m = {names, err, errlen};
+    return merge_values(&m, (const cJSON *const *)values, n, NULL);
+}
+
+/* ---- split ---- */
+
+typedef struct {
+    const size_t *demands;
+    size_t n;
+    size_t total; /* sum of demands */
+    xbuf *out;    /* one per learner, each "[" so far */
+    size_t cur;   /* the slice being filled */
+    size_t used;  /* items in out[cur] */
+} splitter;
+
+/* Puts item `index` into its slice; items past the demands are only
+ * counted (the caller reports the count). */
+static bool split_item(void *data, size_t index, const char *item, size_t len)
+{
+    splitter *s = data;
+    if (index >= s->total)
+        return true;
+    while (s->used == s->demands[s->cur]) { /* skips zero demands too */
+        s->cur++;
+        s->used = 0;
+    }
+    if (s->used++)
+        xbuf_append(&s->out[s->cur], ",", 1);
+    xbuf_append(&s->out[s->cur], item, len);
+    return true;
+}
+
+/* Tree input: each item printed compactly; Raw items (a slave parsing
+ * with raw_depth 2 leaves each learn data item so) are their text. */
+static long split_tree(const cJSON *arr, splitter *s)
+{
+    long count = 0;
+    for (const cJSON *c = arr->child; c; c = c->next) {
+        if (cJSON_IsRaw(c) && c->valuestring) {
+            split_item(s, (size_t)count++, c->valuestring, strlen(c->valuestring));
+            continue;
+        }
+        char *text = jsonx_print(c);
+        split_item(s, (size_t)count++, text, strlen(text));
+        free(text);
+    }
+    return count;
+}
+
+/* Each slice's buffer starts as "[" with room for about its share of the
+ * text, so that 128 MiB batches are not copied over and over as they grow. */
+static void start_slices(splitter *s, size_t text_len)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        size_t share = s->total ? (size_t)((double)text_len * s->demands[i] / s->total) : 0;
+        s->out[i].cap = share + 16;
+        s->out[i].data = xmalloc(s->out[i].cap);
+        xbuf_append(&s->out[i], "[", 1);
+    }
+}
+
+__attribute__((format(printf, 3, 4))) static int split_fail(char *err, size_t errlen,
+                                                             const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int count_mismatch(const splitter *s, long count, char *err, size_t errlen)
+{
+    xbuf b = {0};
+    for (size_t i = 0; i < s->n; i++)
+        xbuf_printf(&b, "%s%zu", i ? "+" : "", s->demands[i]);
+    split_fail(err, errlen, "learn data has %ld items but the learners asked for %zu (%s)", count,
+               s->total, s->n ? b.data : "no learner");
+    xbuf_free(&b);
+    return -1;
+}
+
+/* Scans data into s's slices; returns the item count or -1 (err set). */
+static long split_scan(const cJSON *data, splitter *s, char *err, size_t errlen)
+{
+    if (cJSON_IsArray(data)) {
+        start_slices(s, 0);
+        return split_tree(data, s);
+    }
+    if (!data)
+        return split_fail(err, errlen, "learn data is missing");
+    if (!cJSON_IsRaw(data) || strcmp(jsonx_type_name(data), "list") != 0)
+        return split_fail(err, errlen, "learn data is a JSON %s, not a list",
+                          jsonx_type_name(data));
+    size_t len = strlen(data->valuestring);
+    start_slices(s, len);
+    char jerr[200];
+    long count = jsonx_array_items(data->valuestring, len, split_item, s, jerr, sizeof jerr);
+    if (count < 0)
+        return split_fail(err, errlen, "learn data is not a valid JSON list: %s", jerr);
+    return count;
+}
+
+int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
+              size_t *slice_lens, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    splitter s = {.demands = demands, .n = n, .out = xcalloc(n ? n : 1, sizeof(xbuf))};
+    bool overflow = false;
+    for (size_t i = 0; i < n; i++) {
+        slices[i] = NULL;
+        overflow |= s.total + demands[i] < s.total;
+        s.total += demands[i];
+    }
+    long count = overflow ? split_fail(err, errlen, "the learners' demands overflow")
+                          : split_scan(data, &s, err, errlen);
+    int rc = 0;
+    if (count < 0)
+        rc = -1;
+    else if ((size_t)count != s.total)
+        rc = count_mismatch(&s, count, err, errlen);
+    for (size_t i = 0; i < n; i++) {
+        if (rc == 0) {
+            xbuf_append(&s.out[i], "]", 1);
+            if (slice_lens)
+                slice_lens[i] = s.out[i].len;
+            slices[i] = xbuf_take(&s.out[i]);
+        }
+        xbuf_free(&s.out[i]);
+    }
+    free(s.out);
+    return rc;
+}
+
+char *agg_learn_task_json(const char *slice, size_t len, size_t *out_len)
+{
+    static const char head[] = "{\"name\": \"learner_learn_task\", \"data\": ";
+    size_t n = sizeof head - 1 + len + 1;
+    char *out = xmalloc(n + 1);
+    memcpy(out, head, sizeof head - 1);
+    memcpy(out + sizeof head - 1, slice, len);
+    out[n - 1] = '}';
+    out[n] = '\0';
+    if (out_len)
+        *out_len = n;
+    return out;
+}

@@ -1,0 +1,54 @@
+/* agg_merge: the aggregator's pure data work (no I/O): merging the learners'
+ * results into one (protocol.md, "Merging results") and splitting a learn
+ * task's data among the learners ("The aggregator's semantics").
+ *
+ * Ownership: inputs are borrowed and left untouched; results are new and
+ * owned by the caller (cJSON_Delete() / free()).
+ * Threading: pure functions, safe from any thread. */
+#ifndef AGG_MERGE_H
+#define AGG_MERGE_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+/* Merges values[0..n) (the learners' results, in learner order; names[i]
+ * names learner i in messages, names may be NULL: "#i") by the first value:
+ * - null, number, string or bool: the list of all values, whatever the later
+ *   ones are (the reference does so; no error);
+ * - list: the concatenation of all the lists;
+ * - object: the first value's keys, in its order; for learner_step,
+ *   buffer_id, task_id and learner_done the first value's member (the others
+ *   are not looked at, may even lack it), for every other key the merge of
+ *   that key's values. Keys only later learners have are dropped.
+ * A NULL values[i] counts as JSON null. Values must be full trees
+ * (jsonx_parse; numbers may be Raw); a Raw item holding a list or object
+ * text is refused.
+ * Returns a new tree, or NULL with err saying where the shapes disagree:
+ * "cannot merge results: at key path 'info.x' learner 'learner1' has a list
+ * where 'learner0' has an object" (a list or an object beside anything
+ * else; a key of the first object missing in a later one: "has no value").
+ * n == 0: NULL with an error. */
+cJSON *agg_merge(cJSON *const *values, size_t n, const char *const *names, char *err,
+                 size_t errlen);
+
+/* Splits the learn task's "data" (a cJSON array, or a Raw item holding an
+ * array's text as jsonx_parse_shallow leaves it) in order: slices[i] gets
+ * the demands[i] items after the first demands[0] + ... + demands[i-1], as a
+ * new heap JSON array text (NUL-terminated, length in slice_lens[i] unless
+ * slice_lens is NULL), items joined by "," with their exact text (Raw
+ * input) or compact printing (tree input), so both inputs give the same
+ * slices when items are compact. A demand of 0 gives "[]".
+ * Returns 0, or -1 with every slices[i] NULL and err saying why: "learn data
+ * has 30 items but the learners asked for 32 (8+8+8+8)", data not a list or
+ * not valid JSON. */
+int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
+              size_t *slice_lens, char *err, size_t errlen);
+
+/* The data of a learner's learn task for one slice (len bytes of a JSON
+ * array text): {"name": "learner_learn_task", "data": <slice>}, as heap text
+ * (NUL-terminated; its length in *out_len unless out_len is NULL). Only
+ * these two fields, as protocol.md says the aggregator forwards. */
+char *agg_learn_task_json(const char *slice, size_t len, size_t *out_len);
+
+#endif

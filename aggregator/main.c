@@ -1,0 +1,92 @@
+/* aggregator: entry point: configuration, signals, the ready line. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "agg.h"
+#include "ilog.h"
+
+typedef struct {
+    ev_loop *loop;
+    agg *a;
+    int signalled;
+} app;
+
+static void on_ready(void *ud, agg *a)
+{
+    (void)ud;
+    char *line = agg_ready_line(a);
+    printf("%s\n", line);
+    fflush(stdout);
+    free(line);
+}
+
+static void on_done(void *ud)
+{
+    app *p = ud;
+    ev_stop(p->loop);
+}
+
+static void on_signal(ev_loop *loop, int signum, void *data)
+{
+    app *p = data;
+    (void)loop;
+    if (p->signalled++) {
+        LOG_WARN(NULL, "second signal %d: exiting now", signum);
+        ev_stop(p->loop);
+        return;
+    }
+    LOG_INFO(NULL, "signal %d: shutting down", signum);
+    agg_shutdown(p->a, 1500, on_done, p);
+}
+
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    agg_config cfg;
+    char err[1024];
+    agg_config_status st = agg_config_from_args(&cfg, argc, argv, err, sizeof err);
+    if (st == AGG_CONFIG_EXIT) {
+        agg_config_free(&cfg);
+        return 0;
+    }
+    if (st == AGG_CONFIG_ERROR) {
+        fprintf(stderr, "aggregator: %s\n", err);
+        agg_config_free(&cfg);
+        return 2;
+    }
+    ilog_init("aggregator", cfg.log_level, cfg.log_format);
+    raise_fd_limit();
+    app p = {0};
+    p.loop = ev_loop_new();
+    if (!p.loop) {
+        fprintf(stderr, "aggregator: cannot create the event loop\n");
+        agg_config_free(&cfg);
+        return 1;
+    }
+    ev_signal(p.loop, SIGTERM, on_signal, &p);
+    ev_signal(p.loop, SIGINT, on_signal, &p);
+    signal(SIGPIPE, SIG_IGN);
+    p.a = agg_new(p.loop, &cfg, on_ready, &p, err, sizeof err);
+    if (!p.a) {
+        fprintf(stderr, "aggregator: cannot start: %s\n", err);
+        ev_loop_free(p.loop);
+        agg_config_free(&cfg);
+        return 1;
+    }
+    int rc = ev_run(p.loop) == 0 ? 0 : 1;
+    agg_free(p.a);
+    ev_loop_free(p.loop);
+    agg_config_free(&cfg);
+    LOG_INFO(NULL, "stopped");
+    return rc;
+}

@@ -1,0 +1,790 @@
+/* Unit tests of interaction/jsonx: exact numbers, strict parsing with
+ * located errors, shallow parsing, array item spans, accessors. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "jsonx.h"
+#include "xalloc.h"
+
+/* ---- helpers ---- */
+
+static cJSON *parse_ok(const char *text)
+{
+    char err[256];
+    cJSON *j = jsonx_parse(text, strlen(text), err, sizeof err);
+    if (!j)
+        fail_msg("parse of %s failed: %s", text, err);
+    return j;
+}
+
+/* Parses `in` and checks its compact printing is `out`. */
+static void assert_prints(const char *in, const char *out)
+{
+    cJSON *j = parse_ok(in);
+    char *s = jsonx_print(j);
+    assert_string_equal(s, out);
+    free(s);
+    cJSON_Delete(j);
+}
+
+/* Checks that jsonx_parse refuses in[0..len) with exactly `msg`. */
+static void assert_rejected_n(const char *in, size_t len, const char *msg)
+{
+    char err[256] = "unset";
+    cJSON *j = jsonx_parse(in, len, err, sizeof err);
+    if (j) {
+        cJSON_Delete(j);
+        fail_msg("parse of %s should fail with: %s", in, msg);
+    }
+    assert_string_equal(err, msg);
+}
+
+static void assert_rejected(const char *in, const char *msg)
+{
+    assert_rejected_n(in, strlen(in), msg);
+}
+
+/* n nested arrays: "[[[...]]]". */
+static char *nested_arrays(size_t n)
+{
+    char *s = xmalloc(2 * n + 1);
+    memset(s, '[', n);
+    memset(s + n, ']', n);
+    s[2 * n] = '\0';
+    return s;
+}
+
+/* Collects jsonx_array_items spans. */
+typedef struct {
+    char *items[16];
+    size_t n;
+    size_t stop_at; /* refuse this index (0: never) */
+} spans;
+
+static bool collect(void *data, size_t index, const char *item, size_t len)
+{
+    spans *s = data;
+    if (s->stop_at && index == s->stop_at)
+        return false;
+    assert_int_equal(index, s->n);
+    assert_true(s->n < 16);
+    s->items[s->n++] = xstrndup(item, len);
+    return true;
+}
+
+static void spans_free(spans *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->items[i]);
+    s->n = 0;
+}
+
+/* ---- numbers ---- */
+
+static void test_big_integers_print_exactly(void **state)
+{
+    (void)state;
+    assert_prints("9007199254740993", "9007199254740993"); /* 2^53 + 1 */
+    assert_prints("-9223372036854775808", "-9223372036854775808");
+    assert_prints("18446744073709551616123", "18446744073709551616123");
+    assert_prints("1e400", "1e400");
+    assert_prints("[9007199254740993, -9223372036854775808]",
+                  "[9007199254740993,-9223372036854775808]");
+}
+
+static void test_million_round_trips_without_exponent(void **state)
+{
+    (void)state;
+    assert_prints("1000000", "1000000");
+    assert_prints("{\"batch_size\": 1000000}", "{\"batch_size\":1000000}");
+}
+
+static void test_number_tokens_kept_verbatim(void **state)
+{
+    (void)state;
+    assert_prints("[0.1, -0, -0.0, 1E+2, 1.5e-7, 0.30000000000000004, 2.50]",
+                  "[0.1,-0,-0.0,1E+2,1.5e-7,0.30000000000000004,2.50]");
+}
+
+static void test_numbers_are_raw_items(void **state)
+{
+    (void)state;
+    cJSON *j = parse_ok("12");
+    assert_true(cJSON_IsRaw(j));
+    assert_string_equal(j->valuestring, "12");
+    assert_true(jsonx_is_number(j));
+    assert_string_equal(jsonx_type_name(j), "number");
+    cJSON_Delete(j);
+}
+
+static void test_get_i64_reads_integers_exactly(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        int64_t want;
+    } ok[] = {
+        {"9007199254740993", 9007199254740993LL},
+        {"-9223372036854775808", INT64_MIN},
+        {"9223372036854775807", INT64_MAX},
+        {"-0", 0},
+        {"0", 0},
+        {"42", 42},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        cJSON *j = parse_ok(ok[i].text);
+        int64_t v = 1;
+        assert_true(jsonx_get_i64(j, &v));
+        assert_true(v == ok[i].want);
+        cJSON_Delete(j);
+    }
+}
+
+static void test_get_i64_refuses_non_integers_and_out_of_range(void **state)
+{
+    (void)state;
+    static const char *const bad[] = {"9223372036854775808", "-9223372036854775809",
+                                      "1.0", "1e3", "1E3", "\"1\"", "true", "null", "[1]"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        cJSON *j = parse_ok(bad[i]);
+        int64_t v = 7;
+        assert_false(jsonx_get_i64(j, &v));
+        assert_true(v == 7);
+        cJSON_Delete(j);
+    }
+    assert_false(jsonx_get_i64(NULL, &(int64_t){0}));
+}
+
+static void test_get_i64_reads_cjson_numbers(void **state)
+{
+    (void)state;
+    cJSON *n = cJSON_CreateNumber(42);
+    int64_t v = 0;
+    assert_true(jsonx_get_i64(n, &v));
+    assert_true(v == 42);
+    cJSON_Delete(n);
+    n = cJSON_CreateNumber(1.5);
+    assert_false(jsonx_get_i64(n, &v));
+    cJSON_Delete(n);
+    n = cJSON_CreateNumber(1e19);
+    assert_false(jsonx_get_i64(n, &v));
+    cJSON_Delete(n);
+}
+
+static void test_get_double_reads_any_number(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        double want;
+    } ok[] = {{"0.1", 0.1}, {"-2.5e3", -2500.0}, {"7", 7.0}, {"1e-400", 0.0},
+              {"9007199254740993", 9007199254740992.0}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        cJSON *j = parse_ok(ok[i].text);
+        double d = -1;
+        assert_true(jsonx_get_double(j, &d));
+        assert_true(d == ok[i].want);
+        cJSON_Delete(j);
+    }
+    cJSON *j = parse_ok("1e400");
+    double d = 3;
+    assert_false(jsonx_get_double(j, &d)); /* no double holds it */
+    cJSON_Delete(j);
+    j = parse_ok("\"0.5\"");
+    assert_false(jsonx_get_double(j, &d));
+    cJSON_Delete(j);
+    cJSON *n = cJSON_CreateNumber(0.25);
+    assert_true(jsonx_get_double(n, &d));
+    assert_true(d == 0.25);
+    cJSON_Delete(n);
+}
+
+static void test_is_number_only_for_number_tokens(void **state)
+{
+    (void)state;
+    cJSON *raw = cJSON_CreateRaw("[1]");
+    assert_false(jsonx_is_number(raw));
+    cJSON_Delete(raw);
+    raw = cJSON_CreateRaw("01");
+    assert_false(jsonx_is_number(raw));
+    cJSON_Delete(raw);
+    cJSON *s = cJSON_CreateString("1");
+    assert_false(jsonx_is_number(s));
+    cJSON_Delete(s);
+    assert_false(jsonx_is_number(NULL));
+}
+
+static void assert_double_prints(double v, const char *want)
+{
+    cJSON *j = jsonx_new_double(v);
+    char *s = jsonx_print(j);
+    assert_string_equal(s, want);
+    free(s);
+    cJSON_Delete(j);
+}
+
+static void test_new_double_is_shortest_round_trip_and_a_float(void **state)
+{
+    (void)state;
+    assert_double_prints(0.1, "0.1");
+    assert_double_prints(0.1 + 0.2, "0.30000000000000004");
+    assert_double_prints(3.0, "3.0");
+    assert_double_prints(-0.0, "-0.0");
+    assert_double_prints(1e21, "1e+21");
+    assert_double_prints(1.0 / 3.0, "0.3333333333333333");
+    assert_double_prints(5e-324, "4.94065645841247e-324"); /* 15 digits suffice */
+}
+
+static void test_new_double_round_trips_through_the_parser(void **state)
+{
+    (void)state;
+    static const double values[] = {0.1,    1.0 / 3.0, 2.0 / 3.0, 1e300, -1e-300, 5e-324,
+                                    123456789012345678.0, 0.7,  1.7976931348623157e308};
+    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+        cJSON *j = jsonx_new_double(values[i]);
+        char *s = jsonx_print(j);
+        cJSON *back = parse_ok(s);
+        double d = 0;
+        assert_true(jsonx_get_double(back, &d));
+        assert_true(d == values[i]);
+        free(s);
+        cJSON_Delete(j);
+        cJSON_Delete(back);
+    }
+}
+
+static void test_new_double_non_finite_is_null(void **state)
+{
+    (void)state;
+    assert_double_prints(1.0 / 0.0, "null");
+    assert_double_prints(-1.0 / 0.0, "null");
+    assert_double_prints(0.0 / 0.0, "null");
+}
+
+static void test_new_i64_prints_exactly(void **state)
+{
+    (void)state;
+    static const struct {
+        int64_t v;
+        const char *want;
+    } cases[] = {{INT64_MIN, "-9223372036854775808"},
+                 {INT64_MAX, "9223372036854775807"},
+                 {0, "0"},
+                 {1000000, "1000000"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cJSON *j = jsonx_new_i64(cases[i].v);
+        char *s = jsonx_print(j);
+        assert_string_equal(s, cases[i].want);
+        int64_t back = 1;
+        assert_true(jsonx_get_i64(j, &back));
+        assert_true(back == cases[i].v);
+        free(s);
+        cJSON_Delete(j);
+    }
+}
+
+/* ---- strings ---- */
+
+static void assert_decodes(const char *in, const char *want)
+{
+    cJSON *j = parse_ok(in);
+    assert_true(cJSON_IsString(j));
+    assert_string_equal(j->valuestring, want);
+    cJSON_Delete(j);
+}
+
+static void test_escapes_decode(void **state)
+{
+    (void)state;
+    assert_decodes("\"a\\\"b\\\\c\\/d\\be\\ff\\ng\\rh\\ti\"", "a\"b\\c/d\be\ff\ng\rh\ti");
+    assert_decodes("\"\"", "");
+    assert_decodes("\"\\u0041\\u00e9\\u00E9\"", "A\xc3\xa9\xc3\xa9");
+    assert_decodes("\"\\u20ac\"", "\xe2\x82\xac");
+}
+
+static void test_surrogate_pairs_decode_to_four_bytes(void **state)
+{
+    (void)state;
+    assert_decodes("\"\\ud83d\\ude00\"", "\xf0\x9f\x98\x80");
+    assert_decodes("\"\\uD834\\uDD1E!\"", "\xf0\x9d\x84\x9e!");
+}
+
+static void test_lone_surrogates_become_wtf8(void **state)
+{
+    (void)state;
+    assert_decodes("\"\\ud800\"", "\xed\xa0\x80");
+    assert_decodes("\"\\udc00x\"", "\xed\xb0\x80x");
+    assert_decodes("\"\\ud800\\u0041\"", "\xed\xa0\x80" "A");
+    assert_decodes("\"\\ud800\\ud800\\udc00\"", "\xed\xa0\x80\xf0\x90\x80\x80");
+}
+
+static void test_utf8_bytes_pass_through(void **state)
+{
+    (void)state;
+    assert_decodes("\"caf\xc3\xa9 \xf0\x9f\x98\x80\"", "caf\xc3\xa9 \xf0\x9f\x98\x80");
+    assert_decodes("\"\xff\xfe\"", "\xff\xfe"); /* not checked as UTF-8 */
+}
+
+static void test_strings_print_back_escaped(void **state)
+{
+    (void)state;
+    assert_prints("\"a\\nb\\\"c\\u0001\"", "\"a\\nb\\\"c\\u0001\"");
+    assert_prints("\"\\u00e9\"", "\"\xc3\xa9\"");
+    assert_prints("\"\\/\"", "\"/\"");
+}
+
+/* ---- objects ---- */
+
+static void test_key_order_is_kept(void **state)
+{
+    (void)state;
+    assert_prints("{\"z\": 1, \"a\": 2, \"m\": {\"y\": 3, \"b\": 4}}",
+                  "{\"z\":1,\"a\":2,\"m\":{\"y\":3,\"b\":4}}");
+}
+
+static void test_duplicate_keys_kept_and_get_returns_first(void **state)
+{
+    (void)state;
+    cJSON *j = parse_ok("{\"a\": 1, \"a\": 2}");
+    char *s = jsonx_print(j);
+    assert_string_equal(s, "{\"a\":1,\"a\":2}");
+    free(s);
+    assert_string_equal(jsonx_get(j, "a")->valuestring, "1");
+    cJSON_Delete(j);
+}
+
+static void test_get_is_case_sensitive(void **state)
+{
+    (void)state;
+    cJSON *j = parse_ok("{\"Key\": 1, \"key\": \"v\", \"\": true}");
+    assert_string_equal(jsonx_get(j, "key")->valuestring, "v");
+    assert_string_equal(jsonx_get(j, "Key")->valuestring, "1");
+    assert_null(jsonx_get(j, "KEY"));
+    assert_true(cJSON_IsTrue(jsonx_get(j, "")));
+    assert_string_equal(jsonx_get_str(j, "key"), "v");
+    assert_null(jsonx_get_str(j, "Key")); /* a number */
+    assert_null(jsonx_get_str(j, "nope"));
+    assert_null(jsonx_get(NULL, "key"));
+    cJSON *arr = parse_ok("[1]");
+    assert_null(jsonx_get(arr, "key"));
+    cJSON_Delete(arr);
+    cJSON_Delete(j);
+}
+
+static void test_empty_key_and_empty_string_parse(void **state)
+{
+    (void)state;
+    assert_prints("{\"\": \"\"}", "{\"\":\"\"}");
+    assert_prints(" [ ] ", "[]");
+    assert_prints("{ }", "{}");
+    assert_prints("[true, false, null]", "[true,false,null]");
+}
+
+/* ---- rejections ---- */
+
+static const struct {
+    const char *in;
+    const char *msg;
+} rejections[] = {
+    {"", "unexpected end of input (expected a value) at byte 0"},
+    {"   ", "unexpected end of input (expected a value) at byte 3"},
+    {"[1,2,]", "trailing comma before ']' at byte 5"},
+    {"{\"a\": 1,}", "trailing comma before '}' at byte 8"},
+    {"01", "leading zero in number at byte 0"},
+    {"[-012]", "leading zero in number at byte 1"},
+    {"NaN", "NaN and Infinity are not valid JSON at byte 0"},
+    {"[Infinity]", "NaN and Infinity are not valid JSON at byte 1"},
+    {"-Infinity", "NaN and Infinity are not valid JSON at byte 0"},
+    {"1 2", "unexpected data after the JSON value at byte 2"},
+    {"{} x", "unexpected data after the JSON value at byte 3"},
+    {"\"a\tb\"", "unescaped control character 0x09 in string at byte 2"},
+    {"\"a\nb\"", "unescaped control character 0x0a in string at byte 2"},
+    {"\"abc", "unterminated string at byte 0"},
+    {"\"abc\\", "unterminated string at byte 4"},
+    {"\"\\x\"", "invalid escape '\\' followed by 'x' in string at byte 1"},
+    {"\"\\u12G4\"", "invalid \\u escape in string (expected 4 hex digits) at byte 1"},
+    {"\"\\u12\"", "invalid \\u escape in string (expected 4 hex digits) at byte 1"},
+    {"\"x\\u0000\"", "\\u0000 in a string is not supported at byte 2"},
+    {"[1 2]", "unexpected '2' (expected ',' or ']' after an array item) at byte 3"},
+    {"[1", "unexpected end of input (expected ',' or ']' after an array item) at byte 2"},
+    {"[", "unexpected end of input (expected a value) at byte 1"},
+    {"{\"a\" 1}", "unexpected '1' (expected ':' after an object key) at byte 5"},
+    {"{1: 2}", "unexpected '1' (expected a string key) at byte 1"},
+    {"{\"a\": 1 \"b\": 2}",
+     "unexpected '\"' (expected ',' or '}' after an object member) at byte 8"},
+    {"{\"a\": }", "unexpected '}' (expected a value) at byte 6"},
+    {"1.", "unexpected end of input (expected a digit after '.' in number) at byte 2"},
+    {"1.e5", "unexpected 'e' (expected a digit after '.' in number) at byte 2"},
+    {"1e", "unexpected end of input (expected a digit in the exponent of a number) at byte 2"},
+    {"1e+", "unexpected end of input (expected a digit in the exponent of a number) at byte 3"},
+    {"-", "unexpected end of input (expected a digit in number) at byte 1"},
+    {"-a", "unexpected 'a' (expected a digit in number) at byte 1"},
+    {".5", "unexpected '.' (expected a value) at byte 0"},
+    {"+1", "unexpected '+' (expected a value) at byte 0"},
+    {"tru", "invalid literal (expected true) at byte 0"},
+    {"[nul]", "invalid literal (expected null) at byte 1"},
+    {"True", "unexpected 'T' (expected a value) at byte 0"},
+    {"'a'", "unexpected ''' (expected a value) at byte 0"},
+    {"\xef\xbb\xbf{}", "unexpected byte 0xef (expected a value) at byte 0"},
+    {"[1,,2]", "unexpected ',' (expected a value) at byte 3"},
+    {"\f1", "unexpected byte 0x0c (expected a value) at byte 0"},
+};
+
+static void test_rejections_say_what_and_where(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof rejections / sizeof rejections[0]; i++)
+        assert_rejected(rejections[i].in, rejections[i].msg);
+}
+
+static void test_rejects_bytes_after_embedded_nul(void **state)
+{
+    (void)state;
+    assert_rejected_n("1\0", 2, "unexpected data after the JSON value at byte 1");
+    assert_rejected_n("\"a\0\"", 4, "unescaped control character 0x00 in string at byte 2");
+}
+
+static void test_rejection_without_err_buffer(void **state)
+{
+    (void)state;
+    assert_null(jsonx_parse("[1,]", 4, NULL, 0));
+    assert_null(jsonx_parse(NULL, 0, NULL, 0));
+    char err[8];
+    assert_null(jsonx_parse("[1,]", 4, err, sizeof err)); /* truncated, terminated */
+    assert_true(strlen(err) < sizeof err);
+}
+
+/* The validating scanner (shallow parse, array items) reports what the
+ * tree builder reports. */
+static void test_validator_reports_like_the_parser(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof rejections / sizeof rejections[0]; i++) {
+        char *wrapped = xasprintf("[%s]", rejections[i].in);
+        size_t len = strlen(wrapped);
+        char e1[256], e2[256], e3[256];
+        cJSON *a = jsonx_parse(wrapped, len, e1, sizeof e1);
+        cJSON *b = jsonx_parse_shallow(wrapped, len, 0, e2, sizeof e2);
+        long n = jsonx_array_items(wrapped, len, NULL, NULL, e3, sizeof e3);
+        if (a) { /* "1 2" wrapped is "[1 2]": both reject, not always */
+            cJSON_Delete(a);
+            assert_non_null(b);
+            cJSON_Delete(b);
+            assert_true(n >= 0);
+        } else {
+            assert_null(b);
+            assert_int_equal(n, -1);
+            assert_string_equal(e1, e2);
+            assert_string_equal(e1, e3);
+        }
+        free(wrapped);
+    }
+}
+
+/* ---- depth ---- */
+
+static void test_depth_limit_in_every_path(void **state)
+{
+    (void)state;
+    char err[256];
+    char *ok = nested_arrays(JSONX_MAX_DEPTH);
+    char *deep = nested_arrays(JSONX_MAX_DEPTH + 1);
+    const char *msg = "nesting deeper than 512 levels at byte 512";
+
+    cJSON *j = jsonx_parse(ok, strlen(ok), err, sizeof err);
+    assert_non_null(j);
+    cJSON_Delete(j);
+    assert_rejected(deep, msg);
+
+    j = jsonx_parse_shallow(ok, strlen(ok), 3, err, sizeof err);
+    assert_non_null(j);
+    cJSON_Delete(j);
+    assert_null(jsonx_parse_shallow(deep, strlen(deep), 3, err, sizeof err));
+    assert_string_equal(err, msg);
+
+    assert_int_equal(jsonx_array_items(ok, strlen(ok), NULL, NULL, err, sizeof err), 1);
+    assert_int_equal(jsonx_array_items(deep, strlen(deep), NULL, NULL, err, sizeof err), -1);
+    assert_string_equal(err, msg);
+    free(ok);
+    free(deep);
+}
+
+static void test_depth_limit_counts_objects(void **state)
+{
+    (void)state;
+    xbuf b = {0};
+    for (int i = 0; i < JSONX_MAX_DEPTH; i++)
+        xbuf_puts(&b, "{\"k\":");
+    xbuf_puts(&b, "1");
+    for (int i = 0; i < JSONX_MAX_DEPTH; i++)
+        xbuf_puts(&b, "}");
+    char err[256];
+    cJSON *j = jsonx_parse(b.data, b.len, err, sizeof err);
+    assert_non_null(j);
+    cJSON_Delete(j);
+    char *deeper = xasprintf("[%s]", b.data);
+    assert_rejected(deeper, "nesting deeper than 512 levels at byte 2556");
+    free(deeper);
+    xbuf_free(&b);
+}
+
+/* ---- shallow ---- */
+
+static const char learn_body[] =
+    "{\"task\": {\"id\": \"t\"}, \"data\": {\"name\": \"learner_learn_task\", "
+    "\"data\": [ {\"a\": [1, 2]} , \"s\\u00e9\" , 1e400, true, null ]}}";
+
+static void test_shallow_keeps_deep_values_as_exact_text(void **state)
+{
+    (void)state;
+    char err[256];
+    cJSON *j = jsonx_parse_shallow(learn_body, strlen(learn_body), 2, err, sizeof err);
+    assert_non_null(j);
+    const cJSON *data = jsonx_get(j, "data");
+    assert_string_equal(jsonx_get_str(data, "name"), "learner_learn_task");
+    assert_string_equal(jsonx_get_str(jsonx_get(j, "task"), "id"), "t");
+    const cJSON *items = jsonx_get(data, "data");
+    assert_true(cJSON_IsArray(items));
+    static const char *const texts[] = {"{\"a\": [1, 2]}", "\"s\\u00e9\"", "1e400", "true",
+                                        "null"};
+    static const char *const types[] = {"object", "string", "number", "bool", "null"};
+    size_t i = 0;
+    for (const cJSON *c = items->child; c; c = c->next, i++) {
+        assert_true(cJSON_IsRaw(c));
+        assert_string_equal(c->valuestring, texts[i]);
+        assert_string_equal(jsonx_type_name(c), types[i]);
+    }
+    assert_int_equal(i, 5);
+    char *s = jsonx_print(items);
+    assert_string_equal(s, "[{\"a\": [1, 2]},\"s\\u00e9\",1e400,true,null]");
+    free(s);
+    cJSON_Delete(j);
+}
+
+static void test_shallow_raw_array_at_depth(void **state)
+{
+    (void)state;
+    char err[256];
+    cJSON *j = jsonx_parse_shallow(learn_body, strlen(learn_body), 1, err, sizeof err);
+    assert_non_null(j);
+    const cJSON *items = jsonx_get(jsonx_get(j, "data"), "data");
+    assert_true(cJSON_IsRaw(items));
+    assert_string_equal(items->valuestring,
+                        "[ {\"a\": [1, 2]} , \"s\\u00e9\" , 1e400, true, null ]");
+    assert_string_equal(jsonx_type_name(items), "list");
+    cJSON_Delete(j);
+
+    j = jsonx_parse_shallow(learn_body, strlen(learn_body), 0, err, sizeof err);
+    assert_true(cJSON_IsRaw(jsonx_get(j, "data")));
+    assert_true(cJSON_IsRaw(jsonx_get(j, "task")));
+    cJSON_Delete(j);
+}
+
+static void test_shallow_negative_depth_builds_everything(void **state)
+{
+    (void)state;
+    char err[256];
+    cJSON *j = jsonx_parse_shallow(learn_body, strlen(learn_body), -1, err, sizeof err);
+    const cJSON *items = jsonx_get(jsonx_get(j, "data"), "data");
+    assert_true(cJSON_IsObject(items->child));
+    assert_true(cJSON_IsString(items->child->next));
+    cJSON_Delete(j);
+}
+
+static void test_shallow_validates_raw_values(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *bad = "{\"a\": [1, {\"b\": 01}]}";
+    assert_null(jsonx_parse_shallow(bad, strlen(bad), 0, err, sizeof err));
+    assert_string_equal(err, "leading zero in number at byte 16");
+    bad = "{\"a\": [1, 2,]} ";
+    assert_null(jsonx_parse_shallow(bad, strlen(bad), 0, err, sizeof err));
+    assert_string_equal(err, "trailing comma before ']' at byte 12");
+    bad = "{\"a\": [1]} x";
+    assert_null(jsonx_parse_shallow(bad, strlen(bad), 0, err, sizeof err));
+    assert_string_equal(err, "unexpected data after the JSON value at byte 11");
+}
+
+/* ---- array items ---- */
+
+static void test_array_items_gives_exact_spans(void **state)
+{
+    (void)state;
+    const char *text = " [ 1 , {\"a\": [2, \"]\"]} , \"q\\\"]\\\\\" ,[[]],\n null, -0.5e3 ] ";
+    spans s = {0};
+    char err[256];
+    long n = jsonx_array_items(text, strlen(text), collect, &s, err, sizeof err);
+    assert_int_equal(n, 6);
+    assert_string_equal(s.items[0], "1");
+    assert_string_equal(s.items[1], "{\"a\": [2, \"]\"]}");
+    assert_string_equal(s.items[2], "\"q\\\"]\\\\\"");
+    assert_string_equal(s.items[3], "[[]]");
+    assert_string_equal(s.items[4], "null");
+    assert_string_equal(s.items[5], "-0.5e3");
+    spans_free(&s);
+}
+
+static void test_array_items_empty_arrays(void **state)
+{
+    (void)state;
+    spans s = {0};
+    char err[256];
+    assert_int_equal(jsonx_array_items("[]", 2, collect, &s, err, sizeof err), 0);
+    assert_int_equal(jsonx_array_items(" \n[ \t]\r\n", 8, collect, &s, err, sizeof err), 0);
+    assert_int_equal(s.n, 0);
+    assert_int_equal(jsonx_array_items("[[]]", 4, collect, &s, err, sizeof err), 1);
+    assert_string_equal(s.items[0], "[]");
+    spans_free(&s);
+}
+
+static void test_array_items_without_callback_counts(void **state)
+{
+    (void)state;
+    const char *text = "[1, [2, 3], {\"x\": [4]}]";
+    assert_int_equal(jsonx_array_items(text, strlen(text), NULL, NULL, NULL, 0), 3);
+}
+
+static void test_array_items_rejects_invalid_text(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in;
+        const char *msg;
+    } cases[] = {
+        {"", "unexpected end of input (expected '[' (a JSON array)) at byte 0"},
+        {"{}", "unexpected '{' (expected '[' (a JSON array)) at byte 0"},
+        {"\"[1]\"", "unexpected '\"' (expected '[' (a JSON array)) at byte 0"},
+        {"[1,]", "trailing comma before ']' at byte 3"},
+        {"[1] x", "unexpected data after the JSON array at byte 4"},
+        {"[1] [2]", "unexpected data after the JSON array at byte 4"},
+        {"[1", "unexpected end of input (expected ',' or ']' after an array item) at byte 2"},
+        {"[\"a]", "unterminated string at byte 1"},
+        {"[{\"a\":1,}]", "trailing comma before '}' at byte 8"},
+        {"[{\"a\" 1}]", "unexpected '1' (expected ':' after an object key) at byte 6"},
+        {"[[1}]", "unexpected '}' (expected ',' or ']' after an array item) at byte 3"},
+        {"[NaN]", "NaN and Infinity are not valid JSON at byte 1"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char err[256] = "unset";
+        spans s = {0};
+        assert_int_equal(
+            jsonx_array_items(cases[i].in, strlen(cases[i].in), collect, &s, err, sizeof err),
+            -1);
+        assert_string_equal(err, cases[i].msg);
+        spans_free(&s);
+    }
+}
+
+static void test_array_items_stops_when_callback_refuses(void **state)
+{
+    (void)state;
+    spans s = {.stop_at = 1};
+    char err[256];
+    assert_int_equal(jsonx_array_items("[10, 20, 30]", 12, collect, &s, err, sizeof err), -1);
+    assert_string_equal(err, "item 1 refused by the callback at byte 5");
+    assert_int_equal(s.n, 1);
+    spans_free(&s);
+}
+
+static void test_array_items_many_items(void **state)
+{
+    (void)state;
+    xbuf b = {0};
+    xbuf_puts(&b, "[");
+    for (int i = 0; i < 100000; i++)
+        xbuf_printf(&b, "%s{\"obs\": [%d, \"x\\\"]\"], \"r\": %d.5}", i ? "," : "", i, i);
+    xbuf_puts(&b, "]");
+    assert_int_equal(jsonx_array_items(b.data, b.len, NULL, NULL, NULL, 0), 100000);
+    char err[256];
+    cJSON *j = jsonx_parse(b.data, b.len, err, sizeof err);
+    assert_int_equal(cJSON_GetArraySize(j), 100000);
+    cJSON_Delete(j);
+    xbuf_free(&b);
+}
+
+/* ---- misc ---- */
+
+static void test_type_names(void **state)
+{
+    (void)state;
+    cJSON *j = parse_ok("[null, true, false, 1, \"s\", [], {}]");
+    static const char *const want[] = {"null", "bool", "bool", "number", "string", "list",
+                                       "object"};
+    size_t i = 0;
+    for (const cJSON *c = j->child; c; c = c->next)
+        assert_string_equal(jsonx_type_name(c), want[i++]);
+    assert_string_equal(jsonx_type_name(NULL), "missing");
+    cJSON_Delete(j);
+}
+
+static void test_print_and_dup(void **state)
+{
+    (void)state;
+    char *s = jsonx_print(NULL);
+    assert_string_equal(s, "null");
+    free(s);
+    cJSON *j = parse_ok("{\"a\": [9007199254740993, \"\\u00e9\"], \"b\": {}}");
+    cJSON *d = jsonx_dup(j);
+    cJSON_Delete(j);
+    cJSON_AddItemToArray(jsonx_get(d, "a"), jsonx_new_i64(5)); /* the copy is a proper list */
+    s = jsonx_print(d);
+    assert_string_equal(s, "{\"a\":[9007199254740993,\"\xc3\xa9\",5],\"b\":{}}");
+    free(s);
+    cJSON_Delete(d);
+    assert_null(jsonx_dup(NULL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_big_integers_print_exactly),
+        cmocka_unit_test(test_million_round_trips_without_exponent),
+        cmocka_unit_test(test_number_tokens_kept_verbatim),
+        cmocka_unit_test(test_numbers_are_raw_items),
+        cmocka_unit_test(test_get_i64_reads_integers_exactly),
+        cmocka_unit_test(test_get_i64_refuses_non_integers_and_out_of_range),
+        cmocka_unit_test(test_get_i64_reads_cjson_numbers),
+        cmocka_unit_test(test_get_double_reads_any_number),
+        cmocka_unit_test(test_is_number_only_for_number_tokens),
+        cmocka_unit_test(test_new_double_is_shortest_round_trip_and_a_float),
+        cmocka_unit_test(test_new_double_round_trips_through_the_parser),
+        cmocka_unit_test(test_new_double_non_finite_is_null),
+        cmocka_unit_test(test_new_i64_prints_exactly),
+        cmocka_unit_test(test_escapes_decode),
+        cmocka_unit_test(test_surrogate_pairs_decode_to_four_bytes),
+        cmocka_unit_test(test_lone_surrogates_become_wtf8),
+        cmocka_unit_test(test_utf8_bytes_pass_through),
+        cmocka_unit_test(test_strings_print_back_escaped),
+        cmocka_unit_test(test_key_order_is_kept),
+        cmocka_unit_test(test_duplicate_keys_kept_and_get_returns_first),
+        cmocka_unit_test(test_get_is_case_sensitive),
+        cmocka_unit_test(test_empty_key_and_empty_string_parse),
+        cmocka_unit_test(test_rejections_say_what_and_where),
+        cmocka_unit_test(test_rejects_bytes_after_embedded_nul),
+        cmocka_unit_test(test_rejection_without_err_buffer),
+        cmocka_unit_test(test_validator_reports_like_the_parser),
+        cmocka_unit_test(test_depth_limit_in_every_path),
+        cmocka_unit_test(test_depth_limit_counts_objects),
+        cmocka_unit_test(test_shallow_keeps_deep_values_as_exact_text),
+        cmocka_unit_test(test_shallow_raw_array_at_depth),
+        cmocka_unit_test(test_shallow_negative_depth_builds_everything),
+        cmocka_unit_test(test_shallow_validates_raw_values),
+        cmocka_unit_test(test_array_items_gives_exact_spans),
+        cmocka_unit_test(test_array_items_empty_arrays),
+        cmocka_unit_test(test_array_items_without_callback_counts),
+        cmocka_unit_test(test_array_items_rejects_invalid_text),
+        cmocka_unit_test(test_array_items_stops_when_callback_refuses),
+        cmocka_unit_test(test_array_items_many_items),
+        cmocka_unit_test(test_type_names),
+        cmocka_unit_test(test_print_and_dup),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
