@@ -760,6 +760,8 @@ agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud,
     }
     master_config mc;
     master_config_init(&mc);
+    /* Each learner may hold a heartbeat and a report connection at once. */
+    mc.http.connection_limit = (unsigned)(cfg->nlearners * 4 + 64 > 8192 ? cfg->nlearners * 4 + 64 : 8192);
     mc.http.host = cfg->master_host;
     mc.http.port = cfg->master_port;
     mc.http.body_limit = cfg->body_limit;

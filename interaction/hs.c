@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include "proto.h"
 #include "xalloc.h"
@@ -25,6 +26,7 @@ struct hs_request {
     int deferred;   /* hs_defer() was called: reply comes later */
     int suspended;  /* MHD connection suspended until hs_reply() */
     int replied;    /* hs_reply() was called */
+    int handled;    /* the handler ran */
     int status;
     char *reply_type;
     char *reply_body;
@@ -45,6 +47,8 @@ struct hs_server {
     size_t body_limit;
     char *server_header;
     hs_request *deferred; /* list of suspended requests */
+    hs_abort_handler abort_cb;
+    void *abort_data;
     unsigned long long bytes_in, bytes_out;
 };
 
@@ -207,6 +211,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return MHD_YES;
     if (!r->body.data)
         xbuf_append(&r->body, "", 0);
+    r->handled = 1;
     s->handler(s->data, r);
     if (r->replied) {
         unlink_deferred(r);
@@ -225,10 +230,12 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 {
     (void)cls;
     (void)conn;
-    (void)tc;
     hs_request *r = *con_cls;
     if (!r)
         return;
+    if (!r->handled && !r->too_large && tc != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->srv->abort_cb &&
+        r->srv->d)
+        r->srv->abort_cb(r->srv->abort_data, r);
     unlink_deferred(r);
     xbuf_free(&r->body);
     free(r->reply_body);
@@ -299,7 +306,7 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
     errno = 0;
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-        MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 1024u,
+        MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 4096u,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout_s ? cfg->idle_timeout_s : 30u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
         cfg->listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
@@ -313,6 +320,8 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
                      errno ? strerror(errno) : "libmicrohttpd refused (address in use?)");
         free(s->server_header);
         free(s);
+        if (cfg->listen_fd >= 0)
+            close(cfg->listen_fd);
         return NULL;
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_BIND_PORT);
@@ -351,7 +360,9 @@ void hs_stop(hs_server *s)
     if (s->stop_timer)
         ev_timer_stop(s->loop, s->stop_timer);
     ev_fd_del(s->loop, s->epfd);
-    MHD_stop_daemon(s->d);
+    struct MHD_Daemon *d = s->d;
+    s->d = NULL; /* no abort callbacks while stopping */
+    MHD_stop_daemon(d);
     free(s->server_header);
     free(s);
 }
@@ -452,6 +463,12 @@ void hs_defer(hs_request *r)
 void hs_reply_json(hs_request *r, int status, char *json)
 {
     hs_reply(r, status, NULL, json, json ? strlen(json) : 0);
+}
+
+void hs_set_abort_handler(hs_server *s, hs_abort_handler cb, void *data)
+{
+    s->abort_cb = cb;
+    s->abort_data = data;
 }
 
 unsigned long long hs_bytes_in(const hs_server *s)

@@ -29,9 +29,11 @@ typedef struct {
     const char *host;          /* address to bind; NULL: "127.0.0.1" */
     int port;                  /* 0: let the kernel pick */
     int listen_fd;             /* >= 0: use this already listening socket
-                                  (host/port ignored); -1 otherwise */
+                                  (host/port ignored); -1 otherwise. Taken
+                                  over: closed by hs_stop(), and by
+                                  hs_start() when it fails. */
     size_t body_limit;         /* 0: 256 MiB */
-    unsigned connection_limit; /* 0: 1024 */
+    unsigned connection_limit; /* 0: 4096 */
     unsigned per_ip_limit;     /* 0: no per-address limit */
     unsigned idle_timeout_s;   /* 0: 30 s; closes idle or dribbling peers */
     const char *server_header; /* NULL: none */
@@ -76,6 +78,12 @@ void hs_defer(hs_request *r);
 
 /* Shorthand: a JSON string body (strlen). */
 void hs_reply_json(hs_request *r, int status, char *json);
+
+/* Requests that ended before their handler ran (the peer hung up in the
+ * middle of the headers or body, or a timeout): cb gets the request
+ * (method, path, headers usable; no body) and may not reply. Optional. */
+typedef void (*hs_abort_handler)(void *data, hs_request *req);
+void hs_set_abort_handler(hs_server *s, hs_abort_handler cb, void *data);
 
 /* Byte counters since start (for metrics). */
 unsigned long long hs_bytes_in(const hs_server *s);

@@ -647,6 +647,25 @@ static void on_request(void *data, hs_request *r)
     do_result(m, c, r, p == P_COMPLETE);
 }
 
+/* A result report cut off before its body was complete (a peer that hung
+ * up mid-body): the connection's pending task fails at once rather than at
+ * its deadline. */
+static void on_abort(void *data, hs_request *r)
+{
+    master *m = data;
+    const char *path = hs_path(r);
+    if (strcmp(path, "/slave/task/complete") != 0 && strcmp(path, "/slave/task/fail") != 0)
+        return;
+    const char *tok = hs_header(r, "Token");
+    master_conn *c = tok ? token_find(m, tok) : NULL;
+    if (!c || c->dying || !c->tasks)
+        return;
+    char *why = xasprintf("report to %s was cut off before its body was complete", path);
+    LOG_WARN(c->name, "%s", why);
+    fail_conn_tasks(m, c, why);
+    free(why);
+}
+
 /* ---- API ---- */
 
 master *master_new(ev_loop *loop, const master_config *cfg, const master_callbacks *cbs, void *ud, char *err,
@@ -677,6 +696,7 @@ master *master_new(ev_loop *loop, const master_config *cfg, const master_callbac
         free(m);
         return NULL;
     }
+    hs_set_abort_handler(m->http, on_abort, m);
     if (cfg->advertise) {
         size_t n = strlen(cfg->advertise);
         while (n && cfg->advertise[n - 1] == '/')

@@ -289,6 +289,8 @@ static void do_disconnect(slave *s, hs_request *r)
     LOG_INFO(s->name, "disconnected by master %s", s->master_address);
     forget_master(s);
     reply_msg(r, 200, true, 0, "Disconnect success.");
+    if (s->cbs.on_master_lost)
+        s->cbs.on_master_lost(s->ud, "disconnected by the master");
 }
 
 static void do_task(slave *s, hs_request *r)
@@ -489,13 +491,14 @@ static void on_report_reply(void *data, const hc_result *res)
 {
     report_ctx *rc = data;
     char *what = rc->what;
+    const char *who = rc->s->name;
     rc->s->reports_pending--;
     if (res->error)
-        LOG_ERROR(NULL, "report %s failed: %s", what, res->error);
+        LOG_ERROR(who, "report %s failed: %s", what, res->error);
     else if (res->status != 200)
-        LOG_ERROR(NULL, "report %s answered HTTP %ld: %.300s", what, res->status, res->body);
+        LOG_ERROR(who, "report %s answered HTTP %ld: %.300s", what, res->status, res->body);
     else
-        LOG_DEBUG(NULL, "report %s delivered", what);
+        LOG_DEBUG(who, "report %s delivered", what);
     free(what);
     free(rc);
 }

@@ -59,8 +59,11 @@ typedef struct {
     /* A new task. task_data is the request's "data" object. Accepting it (no
      * refuse, no status) makes it the current task. */
     void (*on_task)(void *ud, const char *task_id, const cJSON *task_data, slave_verdict *v);
-    /* The master was lost (heartbeats failed) or disconnected; a running
-     * task, if any, is abandoned (the slave forgets it). */
+    /* task_id stays valid for the whole call, even if the callback finishes
+     * the task at once; copy it to keep it. */
+    /* The master was lost (heartbeats failed) or disconnected us (after an
+     * accepted /disconnect); a running task, if any, is abandoned (the
+     * slave forgets it). */
     void (*on_master_lost)(void *ud, const char *why);
     /* /shutdown was accepted; the server stops after this reply. */
     void (*on_shutdown)(void *ud);

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# One entry point for people and CI. Works as root on a fresh Debian 12.
+#   ./do run        install what is missing, build, run the scenario library
+#                   (summary on stdout, reports in out/)
+#   ./do test       install what is missing, build, run every test (ctest)
+#   ./do test-asan  the same under ASan+UBSan (build-asan/)
+#   ./do test-tsan  the threaded tests under TSan (build-tsan/)
+#   ./do build      install and build only
+set -euo pipefail
+cd "$(dirname "$0")"
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+
+PKGS=(gcc make cmake pkg-config curl libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libcmocka-dev
+      chromium valgrind clang libclang-rt-14-dev)
+
+install_deps() {
+    local missing=()
+    for p in "${PKGS[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "== installing Debian packages: ${missing[*]}"
+        if [ "$(id -u)" != 0 ]; then
+            echo "error: missing packages (${missing[*]}); run as root or install them" >&2
+            exit 2
+        fi
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -q >/dev/null
+        apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+    fi
+}
+
+build() { # build DIR [cmake args...]
+    local dir=$1
+    shift
+    cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
+    cmake --build "$dir" -j "$JOBS"
+}
+
+run_tests() { # DIR [ctest args...]
+    local dir=$1
+    shift
+    (cd "$dir" && ctest --output-on-failure -j "$JOBS" --timeout 600 "$@")
+}
+
+main_job() {
+    mkdir -p out
+    if [ -x build/runner/run_scenarios ]; then
+        build/runner/run_scenarios -j "$JOBS" --junit out/junit.xml --html out/report.html scenarios/
+    else
+        echo "scenario runner not built" >&2
+        exit 1
+    fi
+}
+
+cmd=${1:-run}
+case "$cmd" in
+run)
+    install_deps
+    build build -DWERROR=ON
+    main_job
+    ;;
+build)
+    install_deps
+    build build -DWERROR=ON
+    ;;
+test)
+    install_deps
+    build build -DWERROR=ON
+    run_tests build
+    ;;
+test-asan)
+    install_deps
+    build build-asan -DWERROR=ON -DSANITIZE=address
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_tests build-asan
+    ;;
+test-tsan)
+    install_deps
+    build build-tsan -DWERROR=ON -DSANITIZE=thread
+    TSAN_OPTIONS=halt_on_error=1 run_tests build-tsan -L unit
+    ;;
+*)
+    sed -n '2,9p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,17 @@
+# The aggregator: unit tests of its modules and end-to-end runs of the real
+# process with mock_learner and mock_coordinator processes.
+add_library(testproc STATIC ${CMAKE_CURRENT_LIST_DIR}/proc.c)
+target_link_libraries(testproc PUBLIC interaction)
+target_include_directories(testproc PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+if(TARGET aggregator AND TARGET mock_learner AND TARGET mock_coordinator)
+  dl_unit_test(test_aggregator_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aggregator_e2e.c
+               LIBS testproc LABELS "aggregator;e2e" TIMEOUT 300)
+  target_compile_definitions(test_aggregator_e2e PRIVATE
+    AGGREGATOR_BIN="$<TARGET_FILE:aggregator>"
+    MOCK_LEARNER_BIN="$<TARGET_FILE:mock_learner>"
+    MOCK_COORDINATOR_BIN="$<TARGET_FILE:mock_coordinator>")
+  add_dependencies(test_aggregator_e2e aggregator mock_learner mock_coordinator)
+endif()
+if(TARGET agg_core)
+  dl_unit_test(test_agg_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_agg_config.c LIBS agg_core LABELS aggregator)
+endif()
