@@ -281,7 +281,7 @@ static void usage(FILE *out)
             "  --heartbeat-check-ms MS    how often learners' heartbeats are checked (1000)\n"
             "  --task-deadline-ms MS      a learner's task fails after this (300000)\n"
             "  --sync-period-ms MS        Kubernetes mode: operator sync period (3000)\n"
-            "  --operator-timeout-ms MS   Kubernetes mode: one operator request (5000)\n"
+            "  --operator-timeout-ms MS   Kubernetes mode: one operator request (5000; not scaled)\n"
             "  --request-retries N        connection-level retries of a request (5)\n"
             "  --request-retry-wait-ms MS wait between those retries (1000)\n"
             "  --time-scale F             multiply every default timing above by F (1.0)\n"
@@ -530,7 +530,10 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
     cfg->heartbeat_check_ms = scaled(cfg->heartbeat_check_ms, 1000, s);
     cfg->task_deadline_ms = scaled(cfg->task_deadline_ms, 300000, s);
     cfg->sync_period_ms = scaled(cfg->sync_period_ms, 3000, s);
-    cfg->operator_timeout_ms = scaled(cfg->operator_timeout_ms, 5000, s);
+    /* A network timeout, not a protocol timing: not scaled, so a slow
+     * operator is still heard when the sync period is shrunk. */
+    if (cfg->operator_timeout_ms < 0)
+        cfg->operator_timeout_ms = 5000;
     cfg->request_retry_wait_ms = cfg->request_retry_wait_ms >= 0 ? cfg->request_retry_wait_ms : scaled(-1, 1000, s);
     if (cfg->request_retries < 0)
         cfg->request_retries = 5;

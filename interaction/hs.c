@@ -308,7 +308,7 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
         MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 4096u,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT,
-        cfg->idle_timeout_s ? cfg->idle_timeout_s : 30u, MHD_OPTION_LISTENING_ADDRESS_REUSE, 1u,
+        cfg->idle_timeout_s ? cfg->idle_timeout_s : 30u,
         cfg->listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
         cfg->listen_fd >= 0 ? (void *)(intptr_t)cfg->listen_fd : (void *)&ss, MHD_OPTION_END);
     if (!s->d) {
@@ -445,8 +445,15 @@ void hs_reply(hs_request *r, int status, const char *content_type, char *body, s
     r->reply_type = content_type ? xstrdup(content_type) : NULL;
     r->reply_body = body;
     r->reply_len = body ? len : 0;
-    if (r->suspended)
+    if (r->suspended) {
+        /* MHD signals nothing to its epoll set on resume in external mode:
+         * run it on the next loop pass. */
         MHD_resume_connection(r->conn);
+        hs_server *srv = r->srv;
+        if (srv->timer)
+            ev_timer_stop(srv->loop, srv->timer);
+        srv->timer = ev_timer_start(srv->loop, 0, on_timer, srv);
+    }
 }
 
 void hs_defer(hs_request *r)

@@ -630,8 +630,10 @@ static void on_request(void *data, hs_request *r)
         reply_code(r, 400, PROTO_MASTER_SLAVE_TOKEN_NOT_FOUND);
         return;
     }
+    /* A CONNECTING conn is accepted too: the slave may send its first
+     * heartbeat before the master has processed the /connect reply. */
     master_conn *c = token_find(m, tok);
-    if (!c || c->dying || c->state != CONN_READY) {
+    if (!c || c->dying) {
         reply_code(r, 403, PROTO_MASTER_SLAVE_TOKEN_INVALID);
         return;
     }

@@ -1,0 +1,297 @@
+/* mo_fault: named faults for the mock operator's API port. */
+#include "mo_fault.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "xalloc.h"
+
+#define DEFAULT_GARBAGE "<html>not json</html>"
+
+typedef struct {
+    uint64_t id;
+    mo_fault_kind kind;
+    int status;
+    long delay_ms;
+    long count; /* remaining uses; -1: until cleared */
+    unsigned long applied;
+    char *path;   /* NULL: any */
+    char *method; /* NULL: any */
+    char *body;   /* garbage body */
+} fault;
+
+struct mo_faults {
+    fault items[MO_FAULTS_MAX];
+    size_t len;
+    uint64_t next_id;
+};
+
+static const char *const kind_names[] = {"error_status", "delay", "garbage", "refuse"};
+
+const char *mo_fault_kind_name(mo_fault_kind k)
+{
+    return (unsigned)k < 4 ? kind_names[k] : "?";
+}
+
+void mo_fault_action_release(mo_fault_action *a)
+{
+    free(a->body);
+    memset(a, 0, sizeof *a);
+}
+
+mo_faults *mo_faults_new(void)
+{
+    mo_faults *f = xcalloc(1, sizeof *f);
+    f->next_id = 1;
+    return f;
+}
+
+static void fault_free(fault *x)
+{
+    free(x->path);
+    free(x->method);
+    free(x->body);
+    memset(x, 0, sizeof *x);
+}
+
+void mo_faults_free(mo_faults *f)
+{
+    if (!f)
+        return;
+    mo_faults_clear(f);
+    free(f);
+}
+
+static void remove_at(mo_faults *f, size_t i)
+{
+    fault_free(&f->items[i]);
+    memmove(&f->items[i], &f->items[i + 1], (f->len - i - 1) * sizeof f->items[0]);
+    f->len--;
+}
+
+/* Reads an integer member in [lo, hi]; absent leaves *out. */
+static bool get_int(const cJSON *spec, const char *key, int64_t lo, int64_t hi, int64_t *out,
+                    bool *present, char *err, size_t errlen)
+{
+    const cJSON *v = jsonx_get(spec, key);
+    *present = v != NULL;
+    if (!v)
+        return true;
+    int64_t x;
+    if (!jsonx_get_i64(v, &x)) {
+        snprintf(err, errlen, "fault field \"%s\" must be an integer, not %s", key,
+                 jsonx_type_name(v));
+        return false;
+    }
+    if (x < lo || x > hi) {
+        snprintf(err, errlen, "fault field \"%s\" is %" PRId64 "; it must be in %" PRId64
+                 "..%" PRId64, key, x, lo, hi);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static bool get_str(const cJSON *spec, const char *key, size_t maxlen, char **out, char *err,
+                    size_t errlen)
+{
+    const cJSON *v = jsonx_get(spec, key);
+    if (!v)
+        return true;
+    if (!cJSON_IsString(v)) {
+        snprintf(err, errlen, "fault field \"%s\" must be a string, not %s", key,
+                 jsonx_type_name(v));
+        return false;
+    }
+    if (strlen(v->valuestring) > maxlen) {
+        snprintf(err, errlen, "fault field \"%s\" is longer than %zu bytes", key, maxlen);
+        return false;
+    }
+    *out = xstrdup(v->valuestring);
+    return true;
+}
+
+uint64_t mo_faults_add(mo_faults *f, const cJSON *spec, char *err, size_t errlen)
+{
+    static const char *const allowed[] = {"kind",  "status", "delay_ms", "count",
+                                          "path",  "method", "body"};
+    if (!cJSON_IsObject(spec)) {
+        snprintf(err, errlen, "a fault must be a JSON object, not %s", jsonx_type_name(spec));
+        return 0;
+    }
+    for (const cJSON *m = spec->child; m; m = m->next) {
+        size_t i = 0;
+        while (i < sizeof allowed / sizeof allowed[0] && strcmp(m->string, allowed[i]) != 0)
+            i++;
+        if (i == sizeof allowed / sizeof allowed[0]) {
+            snprintf(err, errlen,
+                     "unknown fault field \"%.64s\" (known: kind, status, delay_ms, count, path, "
+                     "method, body)",
+                     m->string);
+            return 0;
+        }
+    }
+    const char *kind = jsonx_get_str(spec, "kind");
+    fault x = {0};
+    x.count = -1;
+    x.delay_ms = 0;
+    if (!kind) {
+        snprintf(err, errlen,
+                 "fault field \"kind\" is missing or not a string (error_status, delay, garbage, "
+                 "refuse)");
+        return 0;
+    }
+    size_t k = 0;
+    while (k < 4 && strcmp(kind, kind_names[k]) != 0)
+        k++;
+    if (k == 4) {
+        snprintf(err, errlen,
+                 "fault kind \"%.64s\" is unknown (error_status, delay, garbage, refuse)", kind);
+        return 0;
+    }
+    x.kind = (mo_fault_kind)k;
+    if (f->len >= MO_FAULTS_MAX) {
+        snprintf(err, errlen, "too many faults (at most %d); clear some first", MO_FAULTS_MAX);
+        return 0;
+    }
+
+    int64_t status = 500, delay = 0, count = -1;
+    bool has_status, has_delay, has_count;
+    if (!get_int(spec, "status", 200, 599, &status, &has_status, err, errlen) ||
+        !get_int(spec, "delay_ms", 0, MO_FAULT_DELAY_MAX_MS, &delay, &has_delay, err, errlen) ||
+        !get_int(spec, "count", 1, INT32_MAX, &count, &has_count, err, errlen))
+        return 0;
+    bool has_path = jsonx_get(spec, "path") != NULL, has_method = jsonx_get(spec, "method") != NULL;
+    bool has_body = jsonx_get(spec, "body") != NULL;
+    if (has_status && x.kind != MO_FAULT_ERROR_STATUS) {
+        snprintf(err, errlen, "fault field \"status\" applies to error_status only, not %s", kind);
+        return 0;
+    }
+    if (has_body && x.kind != MO_FAULT_GARBAGE) {
+        snprintf(err, errlen, "fault field \"body\" applies to garbage only, not %s", kind);
+        return 0;
+    }
+    if (x.kind == MO_FAULT_REFUSE && (has_delay || has_count || has_path || has_method)) {
+        snprintf(err, errlen,
+                 "a refuse fault takes no delay_ms, count, path or method: it closes the whole "
+                 "API port until cleared");
+        return 0;
+    }
+    if (x.kind == MO_FAULT_DELAY && (!has_delay || delay < 1)) {
+        snprintf(err, errlen, "a delay fault needs \"delay_ms\" of 1..%ld", MO_FAULT_DELAY_MAX_MS);
+        return 0;
+    }
+    if (!get_str(spec, "path", 1024, &x.path, err, errlen) ||
+        !get_str(spec, "method", 32, &x.method, err, errlen) ||
+        !get_str(spec, "body", MO_FAULT_BODY_MAX, &x.body, err, errlen)) {
+        fault_free(&x);
+        return 0;
+    }
+    if (x.path && x.path[0] != '/') {
+        snprintf(err, errlen, "fault field \"path\" must start with '/' (got \"%.64s\")", x.path);
+        fault_free(&x);
+        return 0;
+    }
+    x.status = (int)status;
+    x.delay_ms = (long)delay;
+    x.count = (long)count;
+    if (x.kind == MO_FAULT_GARBAGE && !x.body)
+        x.body = xstrdup(DEFAULT_GARBAGE);
+    x.id = f->next_id++;
+    f->items[f->len++] = x;
+    return x.id;
+}
+
+bool mo_faults_remove(mo_faults *f, uint64_t id)
+{
+    for (size_t i = 0; i < f->len; i++)
+        if (f->items[i].id == id) {
+            remove_at(f, i);
+            return true;
+        }
+    return false;
+}
+
+void mo_faults_clear(mo_faults *f)
+{
+    while (f->len)
+        remove_at(f, f->len - 1);
+}
+
+size_t mo_faults_count(const mo_faults *f)
+{
+    return f->len;
+}
+
+void mo_faults_take(mo_faults *f, const char *method, const char *path, mo_fault_action *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < f->len; i++) {
+        fault *x = &f->items[i];
+        if (x->kind == MO_FAULT_REFUSE)
+            continue;
+        if (x->path && strcmp(x->path, path) != 0)
+            continue;
+        if (x->method && strcmp(x->method, method) != 0)
+            continue;
+        out->applies = true;
+        out->kind = x->kind;
+        out->status = x->status;
+        out->delay_ms = x->delay_ms;
+        out->body = x->body ? xstrdup(x->body) : NULL;
+        out->id = x->id;
+        x->applied++;
+        if (x->count > 0 && --x->count == 0)
+            remove_at(f, i);
+        return;
+    }
+}
+
+bool mo_faults_refusing(const mo_faults *f)
+{
+    for (size_t i = 0; i < f->len; i++)
+        if (f->items[i].kind == MO_FAULT_REFUSE)
+            return true;
+    return false;
+}
+
+static cJSON *fault_json(const fault *x)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "id", jsonx_new_i64((int64_t)x->id));
+    cJSON_AddStringToObject(o, "kind", mo_fault_kind_name(x->kind));
+    if (x->kind == MO_FAULT_ERROR_STATUS)
+        cJSON_AddItemToObject(o, "status", jsonx_new_i64(x->status));
+    if (x->kind != MO_FAULT_REFUSE) {
+        cJSON_AddItemToObject(o, "delay_ms", jsonx_new_i64(x->delay_ms));
+        cJSON_AddItemToObject(o, "count",
+                              x->count < 0 ? cJSON_CreateNull() : jsonx_new_i64(x->count));
+        cJSON_AddItemToObject(o, "applied", jsonx_new_i64((int64_t)x->applied));
+        cJSON_AddItemToObject(o, "path",
+                              x->path ? cJSON_CreateString(x->path) : cJSON_CreateNull());
+        cJSON_AddItemToObject(o, "method",
+                              x->method ? cJSON_CreateString(x->method) : cJSON_CreateNull());
+    }
+    if (x->kind == MO_FAULT_GARBAGE)
+        cJSON_AddStringToObject(o, "body", x->body);
+    return o;
+}
+
+cJSON *mo_faults_to_json(const mo_faults *f)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; i < f->len; i++)
+        cJSON_AddItemToArray(a, fault_json(&f->items[i]));
+    return a;
+}
+
+cJSON *mo_faults_one_json(const mo_faults *f, uint64_t id)
+{
+    for (size_t i = 0; i < f->len; i++)
+        if (f->items[i].id == id)
+            return fault_json(&f->items[i]);
+    return NULL;
+}

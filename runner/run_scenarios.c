@@ -1,0 +1,549 @@
+/* run_scenarios: the scenario runner's command line. Reads scenario files
+ * (docs/scenarios.md), validates them all before starting anything, runs
+ * them (-j N side by side, on one event loop), prints a live progress line
+ * per scenario and a summary table, and writes JUnit and HTML reports. */
+#include <errno.h>
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ev.h"
+#include "sc_proc.h"
+#include "sc_report.h"
+#include "sc_run.h"
+#include "sc_scenario.h"
+#include "xalloc.h"
+
+static void usage(FILE *out)
+{
+    fputs("usage: run_scenarios [options] PATH...\n"
+          "Runs scenario files (docs/scenarios.md) against the aggregator and the mocks.\n"
+          "PATH: a scenario file, or a folder (every *.json in it, by name).\n"
+          "\n"
+          "  -j, --jobs N            run N scenarios side by side (default 1)\n"
+          "      --seed S            replace every scenario's seed with S\n"
+          "      --filter TEXT       only scenarios whose name contains TEXT (repeatable)\n"
+          "      --out DIR           run folders go to DIR/runs/<scenario>-<seed>/ (default: out)\n"
+          "      --junit FILE        write a JUnit XML report\n"
+          "      --html FILE         write a self-contained HTML report\n"
+          "      --bin-dir DIR       where aggregator, mock_learner, mock_coordinator and\n"
+          "                          mock_operator are (default: the build tree around run_scenarios)\n"
+          "      --aggregator PATH   this aggregator executable (likewise --mock-learner,\n"
+          "                          --mock-coordinator, --mock-operator)\n"
+          "      --check             validate the scenarios, run nothing\n"
+          "      --list              list the scenarios with their descriptions\n"
+          "  -v, --verbose           the runner's own log on stderr as it runs\n"
+          "  -q, --quiet             no live progress line\n"
+          "      --help, --version\n"
+          "\n"
+          "Exit status: 0 every scenario passed; 1 a scenario failed; 2 a usage error or an\n"
+          "invalid scenario file (each error as FILE:LINE: what is wrong).\n"
+          "A failed scenario prints the command that replays it; every process's log is in\n"
+          "its run folder.\n",
+          out);
+}
+
+typedef struct {
+    sc_scenario *s;
+    sc_run *run;
+    int state; /* 0 queued, 1 running, 2 done */
+    size_t order;
+} job;
+
+typedef struct {
+    ev_loop *loop;
+    sc_procset *set;
+    sc_run_opts opts;
+    job *jobs;
+    size_t njobs, next, running, done, failed;
+    size_t *queue; /* start order */
+    int max_jobs;
+    bool tty, quiet;
+    ev_timer *progress;
+    int signalled;
+    uint64_t start_ms;
+} app;
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Expands PATH arguments into files. */
+static int collect(const char *path, char ***files, size_t *n)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) {
+        fprintf(stderr, "run_scenarios: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        *files = xrealloc(*files, (*n + 1) * sizeof **files);
+        (*files)[(*n)++] = xstrdup(path);
+        return 0;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        fprintf(stderr, "run_scenarios: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char **found = NULL;
+    size_t nf = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && strcmp(e->d_name + l - 5, ".json") == 0 && e->d_name[0] != '.') {
+            found = xrealloc(found, (nf + 1) * sizeof *found);
+            size_t pl = strlen(path);
+            found[nf++] = xasprintf("%s%s%s", path, pl && path[pl - 1] == '/' ? "" : "/", e->d_name);
+        }
+    }
+    closedir(d);
+    qsort(found, nf, sizeof *found, cmp_str);
+    for (size_t i = 0; i < nf; i++) {
+        *files = xrealloc(*files, (*n + 1) * sizeof **files);
+        (*files)[(*n)++] = found[i];
+    }
+    free(found);
+    if (nf == 0)
+        fprintf(stderr, "run_scenarios: warning: no *.json in %s\n", path);
+    return 0;
+}
+
+static char *find_exe(const char *bin_dir, const char *name)
+{
+    char *c[3];
+    c[0] = xasprintf("%s/%s", bin_dir, name);
+    c[1] = xasprintf("%s/../%s/%s", bin_dir, name, name);
+    c[2] = xasprintf("%s/%s/%s", bin_dir, name, name);
+    char *found = NULL;
+    for (int i = 0; i < 3; i++) {
+        if (!found && access(c[i], X_OK) == 0)
+            found = realpath(c[i], NULL);
+        free(c[i]);
+    }
+    return found;
+}
+
+/* Whether an executable's --help mentions a flag (feature detection). */
+static bool help_mentions(const char *exe, const char *flag)
+{
+    char *cmd = xasprintf("'%s' --help 2>&1", exe);
+    FILE *p = popen(cmd, "r");
+    free(cmd);
+    if (!p)
+        return false;
+    char buf[4096];
+    bool found = false;
+    while (fgets(buf, sizeof buf, p))
+        if (strstr(buf, flag))
+            found = true;
+    pclose(p);
+    return found;
+}
+
+static void start_next(app *a);
+
+static void clear_progress(app *a)
+{
+    if (a->tty && !a->quiet) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
+}
+
+static void draw_progress(app *a)
+{
+    if (!a->tty || a->quiet)
+        return;
+    char line[512];
+    size_t l = (size_t)snprintf(line, sizeof line, "[%zu/%zu] %.1fs", a->done, a->njobs,
+                                (double)(ev_now_ms() - a->start_ms) / 1000.0);
+    for (size_t i = 0; i < a->njobs && l < 200; i++)
+        if (a->jobs[i].state == 1)
+            l += (size_t)snprintf(line + l, sizeof line - l, "  %s: %s %.1fs", a->jobs[i].s->name,
+                                  sc_run_phase(a->jobs[i].run), sc_run_elapsed_ms(a->jobs[i].run) / 1000.0);
+    fprintf(stderr, "\r\033[K%.150s", line);
+    fflush(stderr);
+}
+
+static void on_progress(ev_loop *loop, void *data)
+{
+    app *a = data;
+    a->progress = NULL;
+    draw_progress(a);
+    if (a->running)
+        a->progress = ev_timer_start(loop, 200, on_progress, a);
+}
+
+static void on_run_done(void *ud, sc_run *run)
+{
+    app *a = ud;
+    job *j = NULL;
+    for (size_t i = 0; i < a->njobs; i++)
+        if (a->jobs[i].run == run)
+            j = &a->jobs[i];
+    j->state = 2;
+    a->running--;
+    a->done++;
+    const sc_result *r = sc_run_result(run);
+    size_t ok = 0;
+    for (size_t i = 0; i < r->nchecks; i++)
+        ok += r->checks[i].ok;
+    if (!r->passed)
+        a->failed++;
+    clear_progress(a);
+    printf("[%*zu/%zu] %s  %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
+           r->passed ? "PASS" : "FAIL", r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok,
+           r->nchecks);
+    if (!r->passed)
+        sc_report_failure(stdout, r);
+    fflush(stdout);
+    draw_progress(a);
+    start_next(a);
+    if (a->running == 0 && a->next >= a->njobs)
+        ev_stop(a->loop);
+}
+
+static void start_next(app *a)
+{
+    while (a->running < (size_t)a->max_jobs && a->next < a->njobs && !a->signalled) {
+        job *j = &a->jobs[a->queue[a->next++]];
+        j->state = 1;
+        a->running++;
+        j->run = sc_run_start(a->loop, a->set, j->s, &a->opts, on_run_done, a);
+    }
+    if (a->running && !a->progress && a->tty && !a->quiet)
+        a->progress = ev_timer_start(a->loop, 200, on_progress, a);
+}
+
+static void on_sigchld(ev_loop *loop, int signum, void *data)
+{
+    app *a = data;
+    sc_procset_reap(a->set);
+}
+
+static void on_sigterm(ev_loop *loop, int signum, void *data)
+{
+    app *a = data;
+    if (a->signalled) {
+        /* a second signal: kill everything now and leave */
+        sc_procset_signal_all(a->set, SIGKILL);
+        _exit(128 + signum);
+    }
+    a->signalled = signum;
+    clear_progress(a);
+    fprintf(stderr, "run_scenarios: signal %d: stopping every scenario\n", signum);
+    for (size_t i = 0; i < a->njobs; i++)
+        if (a->jobs[i].state == 1)
+            sc_run_abort(a->jobs[i].run, "the runner was interrupted");
+    if (a->running == 0)
+        ev_stop(loop);
+}
+
+/* Longest first: big scenarios start early so -j N ends sooner. */
+static long weight(const sc_scenario *s) { return (long)s->nlearners * 20 + s->min_run_ms + s->timeout_ms / 50; }
+
+int main(int argc, char **argv)
+{
+    app a = {.max_jobs = 1};
+    const char *bin_dir = NULL, *out_dir = "out", *junit = NULL, *html = NULL;
+    const char *exe_over[4] = {NULL, NULL, NULL, NULL};
+    static const char *const exe_names[4] = {"aggregator", "mock_learner", "mock_coordinator", "mock_operator"};
+    static const char *const exe_flags[4] = {"--aggregator", "--mock-learner", "--mock-coordinator", "--mock-operator"};
+    bool check_only = false, list = false, verbose = false, quiet = false, has_seed = false;
+    uint64_t seed = 0;
+    char **filters = NULL;
+    size_t nfilters = 0;
+    char **paths = NULL;
+    size_t npaths = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *f = argv[i];
+        const char *val = NULL;
+        char flagbuf[64];
+        const char *eq = strncmp(f, "--", 2) == 0 ? strchr(f, '=') : NULL;
+        if (eq && (size_t)(eq - f) < sizeof flagbuf) {
+            memcpy(flagbuf, f, (size_t)(eq - f));
+            flagbuf[eq - f] = '\0';
+            val = eq + 1;
+            f = flagbuf;
+        }
+#define NEEDVAL()                                                                                                      \
+    do {                                                                                                               \
+        if (!val) {                                                                                                    \
+            if (i + 1 >= argc) {                                                                                       \
+                fprintf(stderr, "run_scenarios: %s needs a value\n", f);                                               \
+                return 2;                                                                                              \
+            }                                                                                                          \
+            val = argv[++i];                                                                                           \
+        }                                                                                                              \
+    } while (0)
+        if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(f, "--version") == 0) {
+            printf("run_scenarios %s\n", DILEARN_VERSION);
+            return 0;
+        } else if (strcmp(f, "-j") == 0 || strcmp(f, "--jobs") == 0 || strncmp(f, "-j", 2) == 0) {
+            if (strncmp(f, "-j", 2) == 0 && f[2])
+                val = f + 2;
+            else
+                NEEDVAL();
+            char *end;
+            long n = strtol(val, &end, 10);
+            if (*end || n < 1 || n > 64) {
+                fprintf(stderr, "run_scenarios: --jobs: \"%s\" is not a number from 1 to 64\n", val);
+                return 2;
+            }
+            a.max_jobs = (int)n;
+        } else if (strcmp(f, "--seed") == 0) {
+            NEEDVAL();
+            char *end;
+            errno = 0;
+            unsigned long long s = strtoull(val, &end, 10);
+            if (*end || errno || !*val || val[0] == '-') {
+                fprintf(stderr, "run_scenarios: --seed: \"%s\" is not an integer >= 0\n", val);
+                return 2;
+            }
+            seed = s;
+            has_seed = true;
+        } else if (strcmp(f, "--filter") == 0) {
+            NEEDVAL();
+            filters = xrealloc(filters, (nfilters + 1) * sizeof *filters);
+            filters[nfilters++] = (char *)val;
+        } else if (strcmp(f, "--out") == 0) {
+            NEEDVAL();
+            out_dir = val;
+        } else if (strcmp(f, "--junit") == 0) {
+            NEEDVAL();
+            junit = val;
+        } else if (strcmp(f, "--html") == 0) {
+            NEEDVAL();
+            html = val;
+        } else if (strcmp(f, "--bin-dir") == 0) {
+            NEEDVAL();
+            bin_dir = val;
+        } else if (strcmp(f, "--check") == 0) {
+            check_only = true;
+        } else if (strcmp(f, "--list") == 0) {
+            list = true;
+        } else if (strcmp(f, "-v") == 0 || strcmp(f, "--verbose") == 0) {
+            verbose = true;
+        } else if (strcmp(f, "-q") == 0 || strcmp(f, "--quiet") == 0) {
+            quiet = true;
+        } else {
+            bool matched = false;
+            for (int k = 0; k < 4; k++)
+                if (strcmp(f, exe_flags[k]) == 0) {
+                    NEEDVAL();
+                    exe_over[k] = val;
+                    matched = true;
+                }
+            if (!matched) {
+                if (f[0] == '-' && f[1]) {
+                    fprintf(stderr, "run_scenarios: unknown flag %s (see --help)\n", f);
+                    return 2;
+                }
+                paths = xrealloc(paths, (npaths + 1) * sizeof *paths);
+                paths[npaths++] = argv[i];
+            }
+        }
+    }
+    if (npaths == 0) {
+        fprintf(stderr, "run_scenarios: no scenario given (a file or a folder such as scenarios/)\n");
+        usage(stderr);
+        return 2;
+    }
+    char **files = NULL;
+    size_t nfiles = 0;
+    for (size_t i = 0; i < npaths; i++)
+        if (collect(paths[i], &files, &nfiles) != 0)
+            return 2;
+    /* validate everything before anything starts */
+    int bad = 0;
+    sc_scenario **sc = xcalloc(nfiles + 1, sizeof *sc);
+    size_t nsc = 0;
+    for (size_t i = 0; i < nfiles; i++) {
+        char *errs = NULL;
+        sc_scenario *s = sc_scenario_load(files[i], &errs);
+        if (!s) {
+            fputs(errs, stderr);
+            free(errs);
+            bad++;
+            continue;
+        }
+        bool keep = nfilters == 0;
+        for (size_t k = 0; k < nfilters; k++)
+            keep |= strstr(s->name, filters[k]) != NULL;
+        if (keep)
+            sc[nsc++] = s;
+        else
+            sc_scenario_free(s);
+    }
+    if (bad) {
+        fprintf(stderr, "run_scenarios: %d of %zu scenario files are invalid; nothing was run\n", bad, nfiles);
+        return 2;
+    }
+    if (list || check_only) {
+        for (size_t i = 0; i < nsc; i++)
+            printf("%-34s %s\n", sc[i]->name, list ? sc[i]->description : "ok");
+        if (check_only)
+            printf("%zu scenario files are valid\n", nsc);
+        return 0;
+    }
+    if (nsc == 0) {
+        fprintf(stderr, "run_scenarios: no scenario to run\n");
+        return 2;
+    }
+    /* the executables */
+    char *self_dir = NULL;
+    {
+        char *self = realpath("/proc/self/exe", NULL);
+        if (self) {
+            char *slash = strrchr(self, '/');
+            if (slash)
+                *slash = '\0';
+            self_dir = self;
+        }
+    }
+    char *exes[4];
+    for (int k = 0; k < 4; k++) {
+        if (exe_over[k]) {
+            exes[k] = realpath(exe_over[k], NULL);
+            if (!exes[k] || access(exes[k], X_OK) != 0) {
+                fprintf(stderr, "run_scenarios: %s %s: not an executable\n", exe_flags[k], exe_over[k]);
+                return 2;
+            }
+            continue;
+        }
+        const char *dir = bin_dir ? bin_dir : self_dir ? self_dir : ".";
+        exes[k] = find_exe(dir, exe_names[k]);
+        bool needed = k != 3;
+        if (k == 3)
+            for (size_t i = 0; i < nsc; i++)
+                needed |= sc[i]->k8s;
+        if (!exes[k] && needed) {
+            fprintf(stderr, "run_scenarios: cannot find %s in %s (build it, or give --bin-dir or %s)\n", exe_names[k],
+                    dir, exe_flags[k]);
+            return 2;
+        }
+        if (!exes[k])
+            exes[k] = xstrdup("/nonexistent/mock_operator");
+    }
+    unsigned char *ports_used = xcalloc(65536, 1);
+    xbuf rp = {0};
+    xbuf_printf(&rp, "%s", argv[0]);
+    if (bin_dir)
+        xbuf_printf(&rp, " --bin-dir %s", bin_dir);
+    for (int k = 0; k < 4; k++)
+        if (exe_over[k])
+            xbuf_printf(&rp, " %s %s", exe_flags[k], exe_over[k]);
+    if (strcmp(out_dir, "out") != 0)
+        xbuf_printf(&rp, " --out %s", out_dir);
+    char *replay_prefix = xbuf_take(&rp);
+    a.opts = (sc_run_opts){
+        .aggregator = exes[0],
+        .mock_learner = exes[1],
+        .mock_coordinator = exes[2],
+        .mock_operator = exes[3],
+        .out_dir = out_dir,
+        .replay_prefix = replay_prefix,
+        .ports_used = ports_used,
+        .has_seed = has_seed,
+        .seed = seed,
+        .verbose = verbose,
+        .learner_id_base = help_mentions(exes[1], "--id-base"),
+        .json_logs = true,
+    };
+    signal(SIGPIPE, SIG_IGN);
+    a.loop = ev_loop_new();
+    if (!a.loop) {
+        perror("run_scenarios: ev_loop_new");
+        return 1;
+    }
+    a.set = sc_procset_new(a.loop);
+    ev_signal(a.loop, SIGCHLD, on_sigchld, &a);
+    ev_signal(a.loop, SIGTERM, on_sigterm, &a);
+    ev_signal(a.loop, SIGINT, on_sigterm, &a);
+    ev_signal(a.loop, SIGHUP, on_sigterm, &a);
+    a.tty = isatty(2);
+    a.quiet = quiet;
+    a.njobs = nsc;
+    a.jobs = xcalloc(nsc, sizeof *a.jobs);
+    a.queue = xcalloc(nsc, sizeof *a.queue);
+    for (size_t i = 0; i < nsc; i++) {
+        a.jobs[i].s = sc[i];
+        a.queue[i] = i;
+    }
+    /* the longest first, when running side by side */
+    if (a.max_jobs > 1)
+        for (size_t i = 1; i < nsc; i++)
+            for (size_t k = i; k > 0 && weight(sc[a.queue[k]]) > weight(sc[a.queue[k - 1]]); k--) {
+                size_t t = a.queue[k];
+                a.queue[k] = a.queue[k - 1];
+                a.queue[k - 1] = t;
+            }
+    mkdir(out_dir, 0755);
+    printf("run_scenarios: %zu scenario%s, -j %d, %s%s%s\n", nsc, nsc == 1 ? "" : "s", a.max_jobs,
+           has_seed ? "seed " : "each with its own seed", has_seed ? "" : "", has_seed ? "" : "");
+    if (has_seed)
+        printf("run_scenarios: every scenario runs with seed %llu\n", (unsigned long long)seed);
+    fflush(stdout);
+    a.start_ms = ev_now_ms();
+    start_next(&a);
+    ev_run(a.loop);
+    double wall = (double)(ev_now_ms() - a.start_ms);
+    clear_progress(&a);
+    const sc_result **res = xcalloc(nsc, sizeof *res);
+    size_t nres = 0;
+    for (size_t i = 0; i < nsc; i++)
+        if (a.jobs[i].state == 2)
+            res[nres++] = sc_run_result(a.jobs[i].run);
+    sc_report_summary(stdout, res, nres, wall);
+    int rc = a.failed || nres < nsc ? 1 : 0;
+    if (junit) {
+        if (sc_report_junit(junit, res, nres, wall) != 0) {
+            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", junit, strerror(errno));
+            rc = rc ? rc : 1;
+        } else {
+            printf("JUnit report: %s\n", junit);
+        }
+    }
+    if (html) {
+        if (sc_report_html(html, res, nres, wall) != 0) {
+            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", html, strerror(errno));
+            rc = rc ? rc : 1;
+        } else {
+            printf("HTML report: %s\n", html);
+        }
+    }
+    fflush(stdout);
+    /* nothing may outlive the runner */
+    sc_procset_signal_all(a.set, SIGKILL);
+    for (size_t i = 0; i < nsc; i++) {
+        sc_run_free(a.jobs[i].run);
+        sc_scenario_free(sc[i]);
+    }
+    if (a.progress)
+        ev_timer_stop(a.loop, a.progress);
+    sc_procset_free(a.set);
+    ev_loop_free(a.loop);
+    free(res);
+    free(sc);
+    free(a.jobs);
+    free(a.queue);
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    free(paths);
+    free(filters);
+    for (int k = 0; k < 4; k++)
+        free(exes[k]);
+    free(self_dir);
+    free(ports_used);
+    free(replay_prefix);
+    if (a.signalled)
+        return 128 + a.signalled;
+    return rc;
+}

@@ -1,0 +1,529 @@
+/* sc_report: summary table, JUnit XML and the HTML report (see sc_report.h). */
+#include "sc_report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LOG_TAIL_BYTES 65536
+#define ROWS_MAX 48
+
+void sc_xml_escape(xbuf *b, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
+        case '&': xbuf_puts(b, "&amp;"); break;
+        case '<': xbuf_puts(b, "&lt;"); break;
+        case '>': xbuf_puts(b, "&gt;"); break;
+        case '"': xbuf_puts(b, "&quot;"); break;
+        case '\'': xbuf_puts(b, "&#39;"); break;
+        default:
+            if (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
+                xbuf_puts(b, "\xEF\xBF\xBD");
+            else
+                xbuf_append(b, &s[i], 1);
+        }
+    }
+}
+
+static void esc(xbuf *b, const char *s)
+{
+    if (s)
+        sc_xml_escape(b, s, strlen(s));
+}
+
+static size_t count_ok(const sc_result *r)
+{
+    size_t ok = 0;
+    for (size_t i = 0; i < r->nchecks; i++)
+        ok += r->checks[i].ok;
+    return ok;
+}
+
+static const sc_check *first_failure(const sc_result *r)
+{
+    for (size_t i = 0; i < r->nchecks; i++)
+        if (!r->checks[i].ok)
+            return &r->checks[i];
+    return NULL;
+}
+
+void sc_report_failure(FILE *out, const sc_result *r)
+{
+    for (size_t i = 0; i < r->nchecks; i++) {
+        const sc_check *c = &r->checks[i];
+        if (c->ok)
+            continue;
+        if (c->line > 0)
+            fprintf(out, "      %s:%d: FAILED %s\n", r->path, c->line, c->what);
+        else
+            fprintf(out, "      %s: FAILED %s\n", r->path, c->what);
+        /* the detail, indented, at most 12 lines */
+        const char *d = c->detail;
+        for (int n = 0; d && *d && n < 12; n++) {
+            const char *nl = strchr(d, '\n');
+            int len = nl ? (int)(nl - d) : (int)strlen(d);
+            fprintf(out, "          %.*s\n", len > 400 ? 400 : len, d);
+            d = nl ? nl + 1 : NULL;
+        }
+    }
+    fprintf(out, "      logs:   %s/\n", r->run_dir);
+    fprintf(out, "      replay: %s\n", r->replay);
+}
+
+void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double wall_ms)
+{
+    size_t passed = 0, failed = 0, w = 8;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(res[i]->name) > w)
+            w = strlen(res[i]->name);
+    if (w > 40)
+        w = 40;
+    fprintf(out, "\n%-*s  %-6s %8s  %-8s %-7s %s\n", (int)w, "scenario", "result", "time", "seed", "checks",
+            "first failure");
+    for (size_t i = 0; i < n; i++) {
+        const sc_result *r = res[i];
+        const sc_check *f = first_failure(r);
+        char checks[32];
+        snprintf(checks, sizeof checks, "%zu/%zu", count_ok(r), r->nchecks);
+        char ff[160] = "";
+        if (f) {
+            snprintf(ff, sizeof ff, "%s: %s", f->what, f->detail);
+            for (char *p = ff; *p; p++)
+                if (*p == '\n')
+                    *p = ' ';
+        }
+        fprintf(out, "%-*.*s  %-6s %7.2fs  %-8llu %-7s %s\n", (int)w, (int)w, r->name, r->passed ? "PASS" : "FAIL",
+                r->duration_ms / 1000.0, (unsigned long long)r->seed, checks, ff);
+        if (r->passed)
+            passed++;
+        else
+            failed++;
+    }
+    fprintf(out, "\n%zu scenarios in %.1f s\n", n, wall_ms / 1000.0);
+    fprintf(out, "%zu passed, %zu failed\n", passed, failed);
+}
+
+static char *tail_of(const char *path, size_t max, bool *cut)
+{
+    *cut = false;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    long from = size > (long)max ? size - (long)max : 0;
+    *cut = from > 0;
+    fseek(f, from, SEEK_SET);
+    char *buf = xmalloc((size_t)(size - from) + 1);
+    size_t n = fread(buf, 1, (size_t)(size - from), f);
+    buf[n] = '\0';
+    fclose(f);
+    if (*cut) { /* start at a line */
+        char *nl = strchr(buf, '\n');
+        if (nl) {
+            memmove(buf, nl + 1, strlen(nl + 1) + 1);
+        }
+    }
+    return buf;
+}
+
+static int write_file(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    int rc = fclose(f);
+    if (w != len || rc != 0)
+        return -1;
+    return 0;
+}
+
+static void failure_text(xbuf *b, const sc_result *r)
+{
+    if (r->error)
+        xbuf_printf(b, "%s\n", r->error);
+    for (size_t i = 0; i < r->nchecks; i++) {
+        const sc_check *c = &r->checks[i];
+        if (c->ok)
+            continue;
+        xbuf_printf(b, "%s:%d: FAILED %s\n    %s\n", r->path, c->line, c->what, c->detail);
+    }
+    xbuf_printf(b, "seed: %llu\nlogs: %s/\nreplay: %s\n", (unsigned long long)r->seed, r->run_dir, r->replay);
+}
+
+int sc_report_junit(const char *path, const sc_result *const *res, size_t n, double wall_ms)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += !res[i]->passed;
+    char ts[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+    xbuf b = {0};
+    xbuf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    xbuf_printf(&b, "<testsuites name=\"run_scenarios\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n", n, failed,
+                wall_ms / 1000.0);
+    xbuf_printf(&b,
+                "  <testsuite name=\"scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" "
+                "time=\"%.3f\" timestamp=\"%s\">\n",
+                n, failed, wall_ms / 1000.0, ts);
+    for (size_t i = 0; i < n; i++) {
+        const sc_result *r = res[i];
+        xbuf_puts(&b, "    <testcase classname=\"scenarios\" name=\"");
+        esc(&b, r->name);
+        xbuf_puts(&b, "\" file=\"");
+        esc(&b, r->path);
+        xbuf_printf(&b, "\" time=\"%.3f\">\n", r->duration_ms / 1000.0);
+        if (!r->passed) {
+            const sc_check *f = first_failure(r);
+            xbuf_puts(&b, "      <failure type=\"expectation\" message=\"");
+            if (f) {
+                esc(&b, f->what);
+                xbuf_puts(&b, ": ");
+                char d[400];
+                snprintf(d, sizeof d, "%s", f->detail);
+                esc(&b, d);
+            } else {
+                esc(&b, r->error ? r->error : "failed");
+            }
+            xbuf_puts(&b, "\">");
+            xbuf ft = {0};
+            failure_text(&ft, r);
+            char *t = xbuf_take(&ft);
+            esc(&b, t);
+            free(t);
+            xbuf_puts(&b, "</failure>\n      <system-out>");
+            /* the runner's log and every process's log tail */
+            for (size_t p = 0; p <= r->nprocs; p++) {
+                char *lp = p < r->nprocs ? xstrdup(r->logs[p]) : xasprintf("%s/runner.log", r->run_dir);
+                bool cut;
+                char *tail = tail_of(lp, LOG_TAIL_BYTES / 4, &cut);
+                if (tail && tail[0]) {
+                    xbuf_printf(&b, "==== %s%s ====\n", lp, cut ? " (last part)" : "");
+                    esc(&b, tail);
+                    xbuf_puts(&b, "\n");
+                }
+                free(tail);
+                free(lp);
+            }
+            xbuf_puts(&b, "</system-out>\n");
+        } else {
+            xbuf_printf(&b, "      <system-out>seed %llu; %zu checks passed; logs in ", (unsigned long long)r->seed,
+                        r->nchecks);
+            esc(&b, r->run_dir);
+            xbuf_puts(&b, "</system-out>\n");
+        }
+        xbuf_puts(&b, "    </testcase>\n");
+    }
+    xbuf_puts(&b, "  </testsuite>\n</testsuites>\n");
+    int rc = write_file(path, b.data, b.len);
+    xbuf_free(&b);
+    return rc;
+}
+
+/* ---- HTML ---- */
+
+static const char *task_color(const char *task)
+{
+    if (!task)
+        return "#9e9e9e";
+    if (strcmp(task, "learner_learn_task") == 0)
+        return "#43a047";
+    if (strcmp(task, "learner_get_data_task") == 0)
+        return "#00897b";
+    if (strcmp(task, "learner_start_task") == 0)
+        return "#1e88e5";
+    if (strcmp(task, "learner_close_task") == 0)
+        return "#8e24aa";
+    if (strcmp(task, "resource") == 0)
+        return "#9e9e9e";
+    return "#6d4c41";
+}
+
+static const char *short_task(const char *t)
+{
+    if (!t)
+        return "?";
+    if (strcmp(t, "learner_learn_task") == 0)
+        return "learn";
+    if (strcmp(t, "learner_get_data_task") == 0)
+        return "get_data";
+    if (strcmp(t, "learner_start_task") == 0)
+        return "start";
+    if (strcmp(t, "learner_close_task") == 0)
+        return "close";
+    return t;
+}
+
+static double nice_step(double span)
+{
+    double raw = span / 8;
+    double p = pow(10, floor(log10(raw > 0 ? raw : 1)));
+    double m = raw / p;
+    return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
+}
+
+static void svg_timeline(xbuf *b, const sc_result *r)
+{
+    double T = r->run_ms > 0 ? r->run_ms : 1;
+    for (size_t i = 0; i < r->nbars; i++)
+        if (r->bars[i].t1_ms > T)
+            T = r->bars[i].t1_ms;
+    for (size_t i = 0; i < r->nmarks; i++)
+        if (r->marks[i].t_ms > T)
+            T = r->marks[i].t_ms;
+    T *= 1.02;
+    int rows = r->nlearners < ROWS_MAX ? r->nlearners : ROWS_MAX - 1;
+    const int left = 90, width = 1000, plot = width - left - 20, rowh = 16, top = 28;
+    const int wsh = 70; /* world size chart */
+    int height = top + rows * rowh + 30 + wsh + 20;
+    int maxws = r->nlearners > 0 ? r->nlearners : 1;
+    for (size_t i = 0; i < r->nsamples; i++)
+        if (r->samples[i].value > maxws)
+            maxws = r->samples[i].value;
+#define X(t) (left + (t) / T * plot)
+    xbuf_printf(b,
+                "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" width=\"%d\" height=\"%d\" "
+                "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline of ",
+                width, height, width, height);
+    esc(b, r->name);
+    xbuf_puts(b, "\">\n");
+    xbuf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
+    /* time axis */
+    double step = nice_step(T);
+    int axis_y = top + rows * rowh + 4;
+    for (double t = 0; t <= T; t += step) {
+        xbuf_printf(b,
+                    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
+                    "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%.0f ms</text>\n",
+                    X(t), top - 6, X(t), axis_y + wsh + 18, X(t), axis_y + 14, t);
+    }
+    /* rows */
+    for (int l = 0; l < rows; l++) {
+        int y = top + l * rowh;
+        xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">learner%d</text>\n", y + 12, l);
+        xbuf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#f3f3f3\"/>\n", left, y + rowh, width - 20,
+                    y + rowh);
+    }
+    if (r->nlearners > rows)
+        xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"row\">… %d more learners not drawn</text>\n", left,
+                    top + rows * rowh - 2, r->nlearners - rows);
+    for (size_t i = 0; i < r->nbars; i++) {
+        const sc_bar *bar = &r->bars[i];
+        if (bar->learner >= rows)
+            continue;
+        double x0 = X(bar->t0_ms), x1 = X(bar->t1_ms >= bar->t0_ms ? bar->t1_ms : bar->t0_ms);
+        if (x1 - x0 < 2)
+            x1 = x0 + 2;
+        int y = top + bar->learner * rowh + 2;
+        static const char *const oc[] = {"open", "completed", "failed", "lost (no report)"};
+        const char *stroke = bar->outcome == 2 ? "#d32f2f" : bar->outcome == 3 ? "#ff8f00" : "none";
+        xbuf_printf(b,
+                    "<rect x=\"%.1f\" y=\"%d\" width=\"%.1f\" height=\"%d\" rx=\"2\" fill=\"%s\" "
+                    "stroke=\"%s\" stroke-width=\"2\"%s><title>",
+                    x0, y, x1 - x0, rowh - 4, task_color(bar->task), stroke,
+                    bar->outcome == 3 ? " stroke-dasharray=\"3,2\" fill-opacity=\"0.5\"" : "");
+        xbuf_printf(b, "learner%d: ", bar->learner);
+        esc(b, bar->task);
+        xbuf_printf(b, " %.0f–%.0f ms, %s</title></rect>\n", bar->t0_ms, bar->t1_ms, oc[bar->outcome & 3]);
+        if (x1 - x0 > 40) {
+            xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"bar\">", x0 + 3, y + 10);
+            esc(b, short_task(bar->task));
+            xbuf_puts(b, "</text>\n");
+        }
+    }
+    /* marks: actions red, exits black, events blue, notes grey */
+    static const char *const mc[] = {"#d32f2f", "#212121", "#1565c0", "#9e9e9e"};
+    int num = 0;
+    for (size_t i = 0; i < r->nmarks; i++) {
+        const sc_mark *m = &r->marks[i];
+        if (m->kind == 3 && m->learner < 0)
+            continue;
+        double x = X(m->t_ms);
+        if (m->learner >= 0 && m->learner < rows) {
+            int y = top + m->learner * rowh;
+            xbuf_printf(b,
+                        "<path d=\"M%.1f %d l-5 -6 h10 z\" transform=\"translate(0 %d)\" fill=\"%s\"><title>%.0f ms: ",
+                        x, y + 2, 6, mc[m->kind & 3], m->t_ms);
+            esc(b, m->label);
+            xbuf_puts(b, "</title></path>\n");
+        } else if (m->kind == 0 || m->kind == 1) {
+            xbuf_printf(b,
+                        "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"%s\" stroke-width=\"1.5\" "
+                        "stroke-dasharray=\"4,3\"><title>%.0f ms: ",
+                        x, top - 4, x, top + rows * rowh, mc[m->kind & 3], m->t_ms);
+            esc(b, m->label);
+            xbuf_puts(b, "</title></line>\n");
+        }
+        if (m->kind == 0 && num < 30) {
+            num++;
+            xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"mark\" fill=\"%s\">", x + 2, 12 + (num % 2) * 9,
+                        mc[0]);
+            char lab[40];
+            snprintf(lab, sizeof lab, "%s", m->label);
+            esc(b, lab);
+            xbuf_puts(b, "</text>\n");
+        }
+    }
+    /* world size */
+    int wy = axis_y + 22;
+    xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">world size</text>\n", wy + wsh / 2);
+    xbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#eee\"/>\n", left, wy,
+                plot, wsh);
+    xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"tick\">%d</text><text x=\"%d\" y=\"%d\" class=\"tick\">0</text>\n",
+                left - 20, wy + 9, maxws, left - 12, wy + wsh);
+    if (r->nsamples) {
+        xbuf_puts(b, "<polyline fill=\"none\" stroke=\"#1565c0\" stroke-width=\"2\" points=\"");
+        double prev_y = -1;
+        for (size_t i = 0; i < r->nsamples; i++) {
+            double y = wy + wsh - (double)r->samples[i].value / maxws * (wsh - 4);
+            double x = X(r->samples[i].t_ms);
+            if (prev_y >= 0)
+                xbuf_printf(b, "%.1f,%.1f ", x, prev_y);
+            xbuf_printf(b, "%.1f,%.1f ", x, y);
+            prev_y = y;
+        }
+        xbuf_puts(b, "\"><title>world size over time</title></polyline>\n");
+    }
+    xbuf_puts(b, "</svg>\n");
+#undef X
+}
+
+static const char *css =
+    "body{font:14px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#222;background:#f6f7f9}"
+    "header{background:#263238;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}"
+    "main{padding:16px 24px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;"
+    "padding:12px 16px}h2{margin:4px 0 8px;font-size:17px}.badge{display:inline-block;padding:1px 8px;"
+    "border-radius:10px;color:#fff;font-size:12px;font-weight:bold;vertical-align:middle}.pass{background:#2e7d32}"
+    ".fail{background:#c62828}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;"
+    "padding:3px 6px;text-align:left;vertical-align:top}th{background:#fafafa}pre{white-space:pre-wrap;"
+    "word-break:break-word;margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}"
+    "pre.log{max-height:420px;overflow:auto;background:#fbfbfb;border:1px solid #eee;padding:6px}"
+    "code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f1f1;padding:1px 4px;border-radius:3px}"
+    ".ok{color:#2e7d32}.bad{color:#c62828;font-weight:bold}.meta{color:#555}"
+    "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:8px 0}"
+    "svg text.tick{font:10px sans-serif;fill:#777}svg text.row{font:11px sans-serif;fill:#333}"
+    "svg text.bar{font:9px sans-serif;fill:#fff}svg text.mark{font:10px sans-serif}"
+    ".legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;"
+    "height:10px;margin-right:4px;vertical-align:middle}details{margin:4px 0}summary{cursor:pointer}"
+    "#toc td{padding:2px 6px}";
+
+int sc_report_html(const char *path, const sc_result *const *res, size_t n, double wall_ms)
+{
+    size_t failed = 0;
+    for (size_t i = 0; i < n; i++)
+        failed += !res[i]->passed;
+    xbuf b = {0};
+    xbuf_printf(&b,
+                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                "<title>Scenario report: %zu passed, %zu failed</title><style>%s</style></head><body>\n",
+                n - failed, failed, css);
+    char ts[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    xbuf_printf(&b,
+                "<header><h1>Scenario report</h1><div id=\"totals\">%zu scenarios: <b>%zu passed</b>, "
+                "<b>%zu failed</b> in %.1f s &middot; %s</div></header>\n<main>\n",
+                n, n - failed, failed, wall_ms / 1000.0, ts);
+    /* table of contents */
+    xbuf_puts(&b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th>time</th>"
+                  "<th>seed</th><th>checks</th><th>description</th></tr>\n");
+    for (size_t i = 0; i < n; i++) {
+        const sc_result *r = res[i];
+        xbuf_puts(&b, "<tr><td><a href=\"#s-");
+        esc(&b, r->name);
+        xbuf_puts(&b, "\">");
+        esc(&b, r->name);
+        xbuf_printf(&b, "</a></td><td><span class=\"badge %s\">%s</span></td><td>%.2f s</td><td>%llu</td><td>%zu/%zu</td><td>",
+                    r->passed ? "pass" : "fail", r->passed ? "PASS" : "FAIL", r->duration_ms / 1000.0,
+                    (unsigned long long)r->seed, count_ok(r), r->nchecks);
+        esc(&b, r->description);
+        xbuf_puts(&b, "</td></tr>\n");
+    }
+    xbuf_puts(&b, "</table></section>\n");
+    for (size_t i = 0; i < n; i++) {
+        const sc_result *r = res[i];
+        xbuf_puts(&b, "<section class=\"scenario\" id=\"s-");
+        esc(&b, r->name);
+        xbuf_printf(&b, "\"><h2>%s ", "");
+        esc(&b, r->name);
+        xbuf_printf(&b, " <span class=\"badge %s\">%s</span></h2>\n<p>", r->passed ? "pass" : "fail",
+                    r->passed ? "PASS" : "FAIL");
+        esc(&b, r->description);
+        xbuf_printf(&b, "</p>\n<p class=\"meta\">file <code>");
+        esc(&b, r->path);
+        xbuf_printf(&b, "</code> &middot; seed %llu &middot; %.2f s &middot; run folder <code>",
+                    (unsigned long long)r->seed, r->duration_ms / 1000.0);
+        esc(&b, r->run_dir);
+        xbuf_puts(&b, "</code><br>replay: <code>");
+        esc(&b, r->replay);
+        xbuf_puts(&b, "</code></p>\n");
+        if (r->error) {
+            xbuf_puts(&b, "<p class=\"bad\">");
+            esc(&b, r->error);
+            xbuf_puts(&b, "</p>\n");
+        }
+        svg_timeline(&b, r);
+        xbuf_puts(&b, "<div class=\"legend\"><span><i style=\"background:#9e9e9e\"></i>resource</span>"
+                      "<span><i style=\"background:#1e88e5\"></i>start</span><span><i style=\"background:#00897b\"></i>"
+                      "get_data</span><span><i style=\"background:#43a047\"></i>learn</span><span><i "
+                      "style=\"background:#8e24aa\"></i>close</span><span><i style=\"border:2px solid #d32f2f\"></i>"
+                      "failed</span><span><i style=\"border:2px dashed #ff8f00\"></i>lost</span><span style=\"color:"
+                      "#d32f2f\">&#9660; / dashed line: injected fault</span><span>&#9660; black: exit</span>"
+                      "<span style=\"color:#1565c0\">&#9660; event &middot; line: world size</span></div>\n");
+        /* the injected faults and events, as a list */
+        xbuf_puts(&b, "<details><summary>faults, exits and events</summary><table><tr><th>t (ms)</th><th>what</th></tr>");
+        for (size_t k = 0; k < r->nmarks; k++) {
+            xbuf_printf(&b, "<tr><td>%.0f</td><td>", r->marks[k].t_ms);
+            esc(&b, r->marks[k].label);
+            xbuf_puts(&b, "</td></tr>");
+        }
+        xbuf_puts(&b, "</table></details>\n");
+        xbuf_puts(&b, "<table class=\"checks\"><tr><th></th><th>line</th><th>expectation</th><th>seen</th></tr>\n");
+        for (size_t k = 0; k < r->nchecks; k++) {
+            const sc_check *c = &r->checks[k];
+            xbuf_printf(&b, "<tr><td class=\"%s\">%s</td><td>%d</td><td>", c->ok ? "ok" : "bad",
+                        c->ok ? "&#10004;" : "&#10008;", c->line);
+            esc(&b, c->what);
+            xbuf_puts(&b, "</td><td><pre>");
+            esc(&b, c->detail);
+            xbuf_puts(&b, "</pre></td></tr>\n");
+        }
+        xbuf_puts(&b, "</table>\n");
+        if (r->coordinator_summary) {
+            xbuf_puts(&b, "<details><summary>coordinator summary</summary><pre class=\"log\">");
+            esc(&b, r->coordinator_summary);
+            xbuf_puts(&b, "</pre></details>\n");
+        }
+        for (size_t p = 0; p <= r->nprocs; p++) {
+            char *lp = p < r->nprocs ? xstrdup(r->logs[p]) : xasprintf("%s/runner.log", r->run_dir);
+            bool cut;
+            char *tail = tail_of(lp, r->passed ? LOG_TAIL_BYTES / 4 : LOG_TAIL_BYTES, &cut);
+            if (tail && tail[0]) {
+                xbuf_puts(&b, "<details><summary>log: ");
+                esc(&b, p < r->nprocs ? r->procs[p] : "runner");
+                xbuf_printf(&b, "%s</summary><pre class=\"log\">", cut ? " (last part)" : "");
+                esc(&b, tail);
+                xbuf_puts(&b, "</pre></details>\n");
+            }
+            free(tail);
+            free(lp);
+        }
+        xbuf_puts(&b, "</section>\n");
+    }
+    xbuf_puts(&b, "</main></body></html>\n");
+    int rc = write_file(path, b.data, b.len);
+    xbuf_free(&b);
+    return rc;
+}

@@ -1,0 +1,37 @@
+# The scenario runner (runner/, docs/scenarios.md): units of the scenario
+# parser and validator, an end-to-end run, the HTML report in headless
+# Chromium, no orphans after kill -9 of the runner, the planted bugs (with
+# -DPLANT_BUGS=ON), and one ctest test per scenario file (label "scenario").
+if(TARGET runner_core AND TARGET run_scenarios)
+  dl_unit_test(test_runner_parse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runner_parse.c LIBS runner_core
+               LABELS runner TIMEOUT 60)
+
+  set(DL_RUNNER_OUT ${CMAKE_BINARY_DIR}/runner-tests)
+  foreach(t e2e html orphans)
+    add_test(NAME test_runner_${t}
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_${t}.sh $<TARGET_FILE:run_scenarios>
+                     ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/${t})
+    set_tests_properties(test_runner_${t} PROPERTIES TIMEOUT 180 LABELS "runner;e2e")
+  endforeach()
+
+  # every file of the library validates
+  add_test(NAME test_runner_library_valid
+           COMMAND run_scenarios --check ${CMAKE_SOURCE_DIR}/scenarios)
+  set_tests_properties(test_runner_library_valid PROPERTIES TIMEOUT 30 LABELS runner)
+
+  if(PLANT_BUGS)
+    foreach(bug merge_drops_key split_off_by_one no_deadline no_retake)
+      add_test(NAME test_runner_planted_${bug}
+               COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_planted.sh $<TARGET_FILE:run_scenarios>
+                       ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/planted-${bug} ${bug})
+      set_tests_properties(test_runner_planted_${bug} PROPERTIES TIMEOUT 300 LABELS "runner;planted")
+    endforeach()
+  endif()
+
+  file(GLOB DL_SCENARIOS ${CMAKE_SOURCE_DIR}/scenarios/*.json)
+  foreach(f ${DL_SCENARIOS})
+    get_filename_component(n ${f} NAME_WE)
+    add_test(NAME scenario_${n} COMMAND run_scenarios --quiet --out ${DL_RUNNER_OUT}/scenarios ${f})
+    set_tests_properties(scenario_${n} PROPERTIES TIMEOUT 120 LABELS scenario)
+  endforeach()
+endif()
