@@ -26,6 +26,7 @@ struct hc_req {
     ev_timer *retry_timer;
     hc_cb cb;
     void *data;
+    void (*free_data)(void *);
     hc_req *prev, *next;
 };
 
@@ -154,12 +155,22 @@ static void req_free(hc_req *r)
     c->pending--;
 }
 
+/* Ends a request without its callback. */
+static void req_drop(hc_req *r)
+{
+    void (*fd)(void *) = r->free_data;
+    void *data = r->data;
+    req_free(r);
+    if (fd)
+        fd(data);
+}
+
 void hc_free(hc_client *c)
 {
     if (!c)
         return;
     while (c->reqs)
-        req_free(c->reqs);
+        req_drop(c->reqs);
     if (c->timer)
         ev_timer_stop(c->loop, c->timer);
     curl_multi_cleanup(c->multi);
@@ -194,6 +205,7 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     r->c = c;
     r->cb = cb;
     r->data = data;
+    r->free_data = o->free_data;
     r->method = xstrdup(o->method ? o->method : "GET");
     r->url = xstrdup(o->url ? o->url : "");
     if (o->body) {
@@ -261,7 +273,7 @@ void hc_cancel(hc_client *c, hc_req *r)
 {
     (void)c;
     if (r)
-        req_free(r);
+        req_drop(r);
 }
 
 static int retryable(CURLcode rc)

@@ -47,6 +47,9 @@ typedef struct {
     int retries;              /* connection-level retries; -1: 5 */
     long retry_wait_ms;       /* 0: 1000; < 0: no wait */
     size_t max_reply;         /* 0: 256 MiB */
+    void (*free_data)(void *data); /* called with the callback's data when
+                                      the request ends without its callback
+                                      (hc_cancel, hc_free); optional */
 } hc_opts;
 
 void hc_opts_init(hc_opts *o);

@@ -217,6 +217,7 @@ static void send_disconnect(master *m, master_conn *c)
     o.retries = 0;
     o.timeout_ms = m->cfg.request_timeout_ms;
     o.connect_timeout_ms = m->cfg.connect_timeout_ms;
+    o.free_data = free;
     hc_send(m->client, &o, on_disconnect_reply, xstrdup(c->name));
     free(url);
 }

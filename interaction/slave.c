@@ -487,6 +487,14 @@ typedef struct {
     char *what;
 } report_ctx;
 
+static void report_ctx_free(void *data)
+{
+    report_ctx *rc = data;
+    rc->s->reports_pending--;
+    free(rc->what);
+    free(rc);
+}
+
 static void on_report_reply(void *data, const hc_result *res)
 {
     report_ctx *rc = data;
@@ -529,6 +537,7 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
         o.timeout_ms = 500;
     }
     report_ctx *rc = xmalloc(sizeof *rc);
+    o.free_data = report_ctx_free;
     rc->s = s;
     rc->what = xasprintf("%s of task %s to %s", path, task_id, s->master_address);
     hc_req *req = hc_send(s->client, &o, on_report_reply, rc);

@@ -245,6 +245,19 @@ static void on_sigterm(ev_loop *loop, int signum, void *data)
 /* Longest first: big scenarios start early so -j N ends sooner. */
 static long weight(const sc_scenario *s) { return (long)s->nlearners * 20 + s->min_run_ms + s->timeout_ms / 50; }
 
+/* Frees what main() read before running anything (early exits). */
+static void free_inputs(sc_scenario **sc, size_t nsc, char **files, size_t nfiles, char **paths, char **filters)
+{
+    for (size_t i = 0; i < nsc; i++)
+        sc_scenario_free(sc[i]);
+    free(sc);
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    free(paths);
+    free(filters);
+}
+
 int main(int argc, char **argv)
 {
     app a = {.max_jobs = 1};
@@ -383,6 +396,7 @@ int main(int argc, char **argv)
     }
     if (bad) {
         fprintf(stderr, "run_scenarios: %d of %zu scenario files are invalid; nothing was run\n", bad, nfiles);
+        free_inputs(sc, nsc, files, nfiles, paths, filters);
         return 2;
     }
     if (list || check_only) {
@@ -390,10 +404,12 @@ int main(int argc, char **argv)
             printf("%-34s %s\n", sc[i]->name, list ? sc[i]->description : "ok");
         if (check_only)
             printf("%zu scenario files are valid\n", nsc);
+        free_inputs(sc, nsc, files, nfiles, paths, filters);
         return 0;
     }
     if (nsc == 0) {
         fprintf(stderr, "run_scenarios: no scenario to run\n");
+        free_inputs(sc, nsc, files, nfiles, paths, filters);
         return 2;
     }
     /* the executables */
