@@ -1537,13 +1537,15 @@ static void check_tasks(sc_run *r)
         }
         for (size_t h = 0; h < x->nresult_has; h++) {
             snprintf(what, sizeof what, "%s: result has %s", label, x->result_has[h]);
-            add_check(r, at_path(res, x->result_has[h]) != NULL, x->line, what, "the result has no key %s: %s",
-                      x->result_has[h], rs);
+            bool has = at_path(res, x->result_has[h]) != NULL;
+            add_check(r, has, x->line, what, "the result has %s key %s: %s", has ? "the" : "no", x->result_has[h],
+                      rs);
         }
         for (size_t h = 0; h < x->nresult_lacks; h++) {
             snprintf(what, sizeof what, "%s: result lacks %s", label, x->result_lacks[h]);
-            add_check(r, at_path(res, x->result_lacks[h]) == NULL, x->line, what, "the result has %s: %s",
-                      x->result_lacks[h], rs);
+            bool lacks = at_path(res, x->result_lacks[h]) == NULL;
+            add_check(r, lacks, x->line, what, "the result %s %s: %s", lacks ? "lacks" : "has", x->result_lacks[h],
+                      rs);
         }
         for (const cJSON *f = x->result_len ? x->result_len->child : NULL; f; f = f->next) {
             const cJSON *got = at_path(res, f->string);
