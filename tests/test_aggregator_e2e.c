@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
+#include <sys/inotify.h>
 #include <unistd.h>
 
 #include "jsonx.h"
@@ -222,23 +224,36 @@ static bool log_has(const char *path, const char *needle)
     return log_count(path, needle) > 0;
 }
 
-/* Waits (capped) until the aggregator's log has needle `times` times. */
+/* Waits (capped) until the aggregator's log has needle `times` times: the
+ * log file is watched with inotify, so no sleeping. */
 static bool agg_log_wait_n(fx *f, const char *needle, int times, long cap_ms)
 {
     char path[300];
     snprintf(path, sizeof path, "%s/aggregator.log", f->dir);
+    int in = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    assert_true(in >= 0);
+    assert_true(inotify_add_watch(in, path, IN_MODIFY) >= 0);
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    bool ok = false;
     for (;;) {
-        if (log_count(path, needle) >= times)
-            return true;
+        if (log_count(path, needle) >= times) {
+            ok = true;
+            break;
+        }
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > cap_ms)
-            return false;
-        /* A log file has no event to wait on; poll it every 20 ms. */
-        struct timespec d = {0, 20 * 1000000};
-        nanosleep(&d, NULL);
+        long left = cap_ms - ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000);
+        if (left <= 0)
+            break;
+        struct pollfd p = {in, POLLIN, 0};
+        if (poll(&p, 1, (int)left) > 0) {
+            char buf[4096];
+            while (read(in, buf, sizeof buf) > 0)
+                ;
+        }
     }
+    close(in);
+    return ok;
 }
 
 static bool agg_log_wait(fx *f, const char *needle, long cap_ms)

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,23 +74,24 @@ static long long now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for the child to exit, polling with a cap. Returns its wait status,
- * or -1 if it did not exit in time. */
+/* Waits for the child to exit, with a cap (pidfd + poll: no sleeping).
+ * Returns its wait status, or -1 if it did not exit in time. */
 static int wait_exit(pid_t pid, long cap_ms)
 {
-    long long end = now_ms() + cap_ms;
-    for (;;) {
-        int st = 0;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            return st;
-        if (r < 0 && errno != EINTR)
+    int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pfd >= 0) {
+        struct pollfd p = {pfd, POLLIN, 0};
+        int n = poll(&p, 1, (int)cap_ms);
+        close(pfd);
+        if (n <= 0)
             return -1;
-        if (now_ms() >= end)
-            return -1;
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
     }
+    int st = 0;
+    pid_t r;
+    do
+        r = waitpid(pid, &st, pfd >= 0 ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    return r == pid ? st : -1;
 }
 
 /* Spawns bin with args; its stdout (and stderr if err_fd) go to pipes. */
