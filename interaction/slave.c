@@ -383,10 +383,12 @@ static void on_request(void *data, hs_request *r)
         s->shutting_down = true;
         reply_msg(r, 200, true, 0, "Shutdown success.");
         LOG_INFO(s->name, "shutdown requested");
-        hs_stop_later(s->http);
-        s->http = NULL;
-        if (s->cbs.on_shutdown)
+        if (s->cbs.on_shutdown) {
             s->cbs.on_shutdown(s->ud);
+        } else {
+            hs_stop_later(s->http);
+            s->http = NULL;
+        }
         return;
     }
     if (!check_channel(s, r))

@@ -65,7 +65,10 @@ typedef struct {
      * accepted /disconnect); a running task, if any, is abandoned (the
      * slave forgets it). */
     void (*on_master_lost)(void *ud, const char *why);
-    /* /shutdown was accepted; the server stops after this reply. */
+    /* /shutdown was accepted. Without this callback the slave stops its
+     * server right after the reply; with it, the embedding program decides
+     * when (slave_free()), and until then every request is answered 401
+     * code 101 (shutting down). */
     void (*on_shutdown)(void *ud);
 } slave_callbacks;
 

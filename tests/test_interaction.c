@@ -517,12 +517,68 @@ static void slave_rejects_non_integer_channel_with_400(void **state)
     assert_non_null(strstr(out.body, "\"code\":201"));
 }
 
+static void on_shutdown_noop(void *ud)
+{
+    (void)ud;
+}
+
 static void slave_refuses_everything_while_shutting_down_101(void **state)
 {
     fx *f = *state;
-    /* Shutting down is visible only between the reply and the stop; the
-     * check runs first, so a shutdown reply itself proves the order. */
-    expect(f, "DELETE", url(f->slave_url, "/shutdown"), slave_self_token(f->s), -1, "{}", 200, 0, NULL);
+    /* A slave whose embedder handles /shutdown keeps serving until freed,
+     * and answers everything 401 code 101 meanwhile. */
+    char err[256];
+    slave_config sc;
+    slave_config_init(&sc);
+    slave_callbacks cb = {.on_shutdown = on_shutdown_noop};
+    slave *s = slave_new(f->loop, &sc, &cb, f, err, sizeof err);
+    assert_non_null(s);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", slave_port(s));
+    const char *task = "{\"task\": {\"id\": \"ac4f3119-b098-4888-ba7f-9f68ccfa9c2e\"}, \"data\": {}}";
+    expect(f, "DELETE", url(base, "/shutdown"), slave_self_token(s), -1, "{}", 200, 0, NULL);
+    expect(f, "GET", url(base, "/ping"), slave_self_token(s), -1, "{}", 401, 101, "System is shutting down.");
+    expect(f, "POST", url(base, "/task/new"), "x", 0, task, 401, 101, "System is shutting down.");
+    expect(f, "POST", url(base, "/connect"), NULL, -1, "{}", 401, 101, "System is shutting down.");
+    slave_free(s);
+}
+
+static void master_refuses_everything_while_shutting_down_101(void **state)
+{
+    fx *f = *state;
+    const char *self = master_self_token(f->m);
+    expect(f, "DELETE", url(f->master_url, "/shutdown"), NULL, -1, "{}", 400, 401, "Master token not found.");
+    expect(f, "DELETE", url(f->master_url, "/shutdown"), "bad", -1, "{}", 403, 402, NULL);
+    expect(f, "DELETE", url(f->master_url, "/shutdown"), self, -1, "{}", 200, 0, NULL);
+    expect(f, "GET", url(f->master_url, "/ping"), self, -1, "{}", 401, 101, "System is shutting down.");
+    expect(f, "GET", url(f->master_url, "/slave/heartbeat"), "x", 0, "{}", 401, 101, NULL);
+}
+
+static void body_over_the_limit_is_answered_413_with_the_envelope(void **state)
+{
+    fx *f = *state;
+    char err[256];
+    slave_config sc;
+    slave_config_init(&sc);
+    sc.http.body_limit = 1024;
+    slave *s = slave_new(f->loop, &sc, NULL, f, err, sizeof err);
+    assert_non_null(s);
+    char base[64];
+    snprintf(base, sizeof base, "http://127.0.0.1:%d", slave_port(s));
+    char *big = xmalloc(4096);
+    memset(big, ' ', 4095);
+    big[0] = '{';
+    big[4094] = '}';
+    big[4095] = '\0';
+    expect(f, "POST", url(base, "/connect"), "x", 0, big, 413, 413, NULL);
+    /* A body at the limit is read (and judged on its content). */
+    big[1023] = '\0';
+    big[1022] = '}';
+    expect(f, "POST", url(base, "/connect"), "x", 0, big, 400, 400, NULL);
+    free(big);
+    /* GET and DELETE bodies are read by Content-Length too. */
+    expect(f, "GET", url(base, "/ping"), slave_self_token(s), -1, "{\"a\": 1}", 200, 0, "PONG!");
+    slave_free(s);
 }
 
 /* ---- master endpoint checks ---- */
@@ -769,6 +825,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(slave_rejects_non_integer_channel_with_400, setup, teardown),
         cmocka_unit_test_setup_teardown(slave_refuses_everything_while_shutting_down_101, setup, teardown),
         cmocka_unit_test_setup_teardown(master_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(master_refuses_everything_while_shutting_down_101, setup, teardown),
+        cmocka_unit_test_setup_teardown(body_over_the_limit_is_answered_413_with_the_envelope, setup, teardown),
         cmocka_unit_test_setup_teardown(master_result_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(one_master_drives_64_slaves_at_once, setup, teardown),
     };
