@@ -5,6 +5,8 @@
 #   ./do test       install what is missing, build, run every test (ctest)
 #   ./do test-asan  the same under ASan+UBSan (build-asan/)
 #   ./do test-tsan  the threaded tests under TSan (build-tsan/)
+#   ./do test-planted  the scenario library against each bug planted in the
+#                   aggregator (build-planted/, -DPLANT_BUGS=ON)
 #   ./do build      install and build only
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -78,8 +80,13 @@ test-tsan)
     build build-tsan -DWERROR=ON -DSANITIZE=thread
     TSAN_OPTIONS=halt_on_error=1 run_tests build-tsan -L unit
     ;;
+test-planted)
+    install_deps
+    build build-planted -DWERROR=ON -DPLANT_BUGS=ON
+    run_tests build-planted -L planted
+    ;;
 *)
-    sed -n '2,9p' "$0"
+    sed -n '2,11p' "$0"
     exit 2
     ;;
 esac
