@@ -358,7 +358,7 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
 {
     agg_config_defaults(cfg);
     /* The config file is read first, whatever its place among the flags. */
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && argv[i]; i++) {
         const char *path = NULL;
         if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
             path = argv[i + 1];

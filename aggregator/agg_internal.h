@@ -77,4 +77,19 @@ void agg_check_ready(struct agg *a);
 void agg_k8s_start(struct agg *a);
 void agg_k8s_stop(struct agg *a);
 
+/* One string of the "learners" list of an operator's GET /replicas reply:
+ * addr as listed; host (heap) and port if it is "host:port", else host NULL. */
+typedef struct {
+    char *addr;
+    char *host;
+    int port;
+} agg_k8s_entry;
+/* Parses the reply to GET /replicas (pure: no I/O, no logging): 0 with the
+ * list's strings in order (non-strings skipped; an absent or null list is
+ * empty; free with agg_k8s_entries_free), or -1 with err saying why the
+ * reply is unusable ("failed: ...", "answered HTTP 500 with an unusable
+ * body (...)", "data has no \"learners\" list"). */
+int agg_k8s_parse_replicas(const hc_result *res, agg_k8s_entry **entries, size_t *n, char *err, size_t errlen);
+void agg_k8s_entries_free(agg_k8s_entry *entries, size_t n);
+
 #endif

@@ -46,24 +46,24 @@ static void http(agg *a, const char *method, const char *path_query, char *body,
     }
 }
 
-/* Parses an operator reply; returns the envelope's data or NULL (logged). */
-static cJSON *operator_data(const char *what, const hc_result *res, cJSON **tree)
+/* Parses an operator reply; returns the envelope's data or NULL with err
+ * saying why ("failed: ...", "answered HTTP 500, code 1: ..."). Pure. */
+static cJSON *operator_data_err(const hc_result *res, cJSON **tree, char *err, size_t errlen)
 {
     *tree = NULL;
     if (res->error) {
-        LOG_WARN(NULL, "operator: %s failed: %s; retrying next period", what, res->error);
+        snprintf(err, errlen, "failed: %s", res->error);
         return NULL;
     }
     proto_reply rep;
-    char err[200];
-    if (!proto_parse_envelope(res->body, res->body_len, &rep, err, sizeof err)) {
-        LOG_WARN(NULL, "operator: %s answered HTTP %ld with an unusable body (%s); retrying next period", what,
-                 res->status, err);
+    char perr[200];
+    if (!proto_parse_envelope(res->body, res->body_len, &rep, perr, sizeof perr)) {
+        snprintf(err, errlen, "answered HTTP %ld with an unusable body (%s)", res->status, perr);
         return NULL;
     }
     if (res->status != 200 || !rep.success) {
-        LOG_WARN(NULL, "operator: %s answered HTTP %ld, code %d: %s; retrying next period", what, res->status,
-                 rep.code, rep.message ? rep.message : "");
+        snprintf(err, errlen, "answered HTTP %ld, code %d: %s", res->status, rep.code,
+                 rep.message ? rep.message : "");
         cJSON_Delete(rep.tree);
         return NULL;
     }
@@ -71,34 +71,97 @@ static cJSON *operator_data(const char *what, const hc_result *res, cJSON **tree
     return rep.data;
 }
 
-static void apply_list(agg *a, const cJSON *learners)
+/* Parses an operator reply; returns the envelope's data or NULL (logged). */
+static cJSON *operator_data(const char *what, const hc_result *res, cJSON **tree)
 {
-    /* New addresses: connect. */
-    for (const cJSON *it = learners->child; it; it = it->next) {
+    char err[400];
+    cJSON *data = operator_data_err(res, tree, err, sizeof err);
+    if (!data && !*tree)
+        LOG_WARN(NULL, "operator: %s %s; retrying next period", what, err);
+    return data;
+}
+
+/* Splits "host:port" (port 1..65535, host not empty); false if it is not so. */
+static bool split_addr(const char *addr, char **host, int *port)
+{
+    const char *colon = strrchr(addr, ':');
+    char *end = NULL;
+    long p = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || colon == addr || !end || *end || p < 1 || p > 65535)
+        return false;
+    *host = xstrndup(addr, (size_t)(colon - addr));
+    *port = (int)p;
+    return true;
+}
+
+int agg_k8s_parse_replicas(const hc_result *res, agg_k8s_entry **entries, size_t *n, char *err, size_t errlen)
+{
+    *entries = NULL;
+    *n = 0;
+    cJSON *tree;
+    cJSON *data = operator_data_err(res, &tree, err, errlen);
+    if (!data) {
+        if (tree)
+            snprintf(err, errlen, "answered success without data");
+        cJSON_Delete(tree);
+        return -1;
+    }
+    const cJSON *learners = jsonx_get(data, "learners");
+    if (learners && !cJSON_IsArray(learners) && !cJSON_IsNull(learners)) {
+        snprintf(err, errlen, "data has no \"learners\" list");
+        cJSON_Delete(tree);
+        return -1;
+    }
+    size_t cnt = 0;
+    for (const cJSON *it = learners && cJSON_IsArray(learners) ? learners->child : NULL; it; it = it->next)
+        cnt += cJSON_IsString(it) ? 1 : 0;
+    agg_k8s_entry *e = xcalloc(cnt ? cnt : 1, sizeof *e);
+    size_t k = 0;
+    for (const cJSON *it = learners && cJSON_IsArray(learners) ? learners->child : NULL; it; it = it->next) {
         if (!cJSON_IsString(it))
             continue;
-        const char *addr = it->valuestring;
-        if (agg_learner_find(a, addr))
+        e[k].addr = xstrdup(it->valuestring);
+        if (!split_addr(e[k].addr, &e[k].host, &e[k].port)) {
+            e[k].host = NULL;
+            e[k].port = 0;
+        }
+        k++;
+    }
+    cJSON_Delete(tree);
+    *entries = e;
+    *n = cnt;
+    return 0;
+}
+
+void agg_k8s_entries_free(agg_k8s_entry *entries, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(entries[i].addr);
+        free(entries[i].host);
+    }
+    free(entries);
+}
+
+static void apply_list(agg *a, const agg_k8s_entry *e, size_t n)
+{
+    /* New addresses: connect. */
+    for (size_t i = 0; i < n; i++) {
+        if (agg_learner_find(a, e[i].addr))
             continue;
-        const char *colon = strrchr(addr, ':');
-        char *end = NULL;
-        long port = colon ? strtol(colon + 1, &end, 10) : 0;
-        if (!colon || colon == addr || !end || *end || port < 1 || port > 65535) {
-            LOG_WARN(NULL, "operator: learner address '%.200s' is not host:port; ignored", addr);
+        if (!e[i].host) {
+            LOG_WARN(NULL, "operator: learner address '%.200s' is not host:port; ignored", e[i].addr);
             continue;
         }
-        char *host = xstrndup(addr, (size_t)(colon - addr));
-        LOG_INFO(addr, "operator lists a new learner; connecting");
-        agg_learner_add(a, addr, host, (int)port);
-        free(host);
+        LOG_INFO(e[i].addr, "operator lists a new learner; connecting");
+        agg_learner_add(a, e[i].addr, e[i].host, e[i].port);
     }
     /* Gone addresses: disconnect and forget (failed ones are kept until
      * reported, as the reference does). */
     for (size_t i = 0; i < a->nlearners;) {
         learner *l = a->learners[i];
         bool listed = false;
-        for (const cJSON *it = learners->child; it && !listed; it = it->next)
-            listed = cJSON_IsString(it) && strcmp(it->valuestring, l->id) == 0;
+        for (size_t k = 0; k < n && !listed; k++)
+            listed = strcmp(e[k].addr, l->id) == 0;
         if (!listed && !(l->failed && !l->reported)) {
             agg_learner_remove(a, l, "no longer listed by the operator");
             continue;
@@ -111,21 +174,19 @@ static void on_get(void *ud, const hc_result *res)
 {
     agg *a = ud;
     a->sync_req = NULL;
-    cJSON *tree;
-    cJSON *data = operator_data("GET /replicas", res, &tree);
-    const cJSON *learners = data ? jsonx_get(data, "learners") : NULL;
-    if (data && !cJSON_IsArray(learners) && !cJSON_IsNull(learners) && learners) {
-        LOG_WARN(NULL, "operator: GET /replicas data has no \"learners\" list; retrying next period");
-    } else if (data) {
-        cJSON *empty = cJSON_CreateArray();
-        apply_list(a, cJSON_IsArray(learners) ? learners : empty);
-        cJSON_Delete(empty);
+    agg_k8s_entry *e;
+    size_t n;
+    char err[400];
+    if (agg_k8s_parse_replicas(res, &e, &n, err, sizeof err) != 0) {
+        LOG_WARN(NULL, "operator: GET /replicas %s; retrying next period", err);
+    } else {
+        apply_list(a, e, n);
+        agg_k8s_entries_free(e, n);
         if (!a->k8s_synced) {
             a->k8s_synced = true;
             agg_check_ready(a);
         }
     }
-    cJSON_Delete(tree);
     sync_schedule(a, a->cfg.sync_period_ms);
 }
 

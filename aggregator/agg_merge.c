@@ -249,7 +249,8 @@ typedef struct {
     const size_t *demands;
     size_t n;
     size_t total; /* sum of demands */
-    xbuf *out;    /* one per learner, each "[" so far */
+    xbuf *out;    /* one per learner, each `head` so far */
+    const char *head, *tail; /* around each slice's items: "[" and "]" */
     size_t cur;   /* the slice being filled */
     size_t used;  /* items in out[cur] */
 } splitter;
@@ -294,9 +295,9 @@ static void start_slices(splitter *s, size_t text_len)
 {
     for (size_t i = 0; i < s->n; i++) {
         size_t share = s->total ? (size_t)((double)text_len * s->demands[i] / s->total) : 0;
-        s->out[i].cap = share + 16;
+        s->out[i].cap = share + strlen(s->head) + strlen(s->tail) + 16;
         s->out[i].data = xmalloc(s->out[i].cap);
-        xbuf_append(&s->out[i], "[", 1);
+        xbuf_puts(&s->out[i], s->head);
     }
 }
 
@@ -327,7 +328,11 @@ static int count_mismatch(const splitter *s, long count, char *err, size_t errle
 static long split_scan(const cJSON *data, splitter *s, char *err, size_t errlen)
 {
     if (cJSON_IsArray(data)) {
-        start_slices(s, 0);
+        size_t text = 0; /* sized from the Raw items, so slices do not grow by copies */
+        for (const cJSON *c = data->child; c; c = c->next)
+            if (cJSON_IsRaw(c) && c->valuestring)
+                text += strlen(c->valuestring) + 1;
+        start_slices(s, text);
         return split_tree(data, s);
     }
     if (!data)
@@ -344,12 +349,13 @@ static long split_scan(const cJSON *data, splitter *s, char *err, size_t errlen)
     return count;
 }
 
-int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
-              size_t *slice_lens, char *err, size_t errlen)
+static int split_wrapped(const cJSON *data, const size_t *demands, size_t n, const char *head,
+                         const char *tail, char **slices, size_t *slice_lens, char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
-    splitter s = {.demands = demands, .n = n, .out = xcalloc(n ? n : 1, sizeof(xbuf))};
+    splitter s = {.demands = demands, .n = n, .out = xcalloc(n ? n : 1, sizeof(xbuf)), .head = head,
+                  .tail = tail};
     bool overflow = false;
     for (size_t i = 0; i < n; i++) {
         slices[i] = NULL;
@@ -365,7 +371,7 @@ int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
         rc = count_mismatch(&s, count, err, errlen);
     for (size_t i = 0; i < n; i++) {
         if (rc == 0) {
-            xbuf_append(&s.out[i], "]", 1);
+            xbuf_puts(&s.out[i], tail);
             if (slice_lens)
                 slice_lens[i] = s.out[i].len;
             slices[i] = xbuf_take(&s.out[i]);
@@ -374,6 +380,19 @@ int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
     }
     free(s.out);
     return rc;
+}
+
+int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
+              size_t *slice_lens, char *err, size_t errlen)
+{
+    return split_wrapped(data, demands, n, "[", "]", slices, slice_lens, err, errlen);
+}
+
+int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks,
+                          size_t *task_lens, char *err, size_t errlen)
+{
+    return split_wrapped(data, demands, n, "{\"name\": \"learner_learn_task\", \"data\": [", "]}", tasks,
+                         task_lens, err, errlen);
 }
 
 char *agg_learn_task_json(const char *slice, size_t len, size_t *out_len)

@@ -38,7 +38,17 @@ struct hc_client {
     unsigned pending;
     unsigned long long bytes_in, bytes_out;
     int in_check; /* check_done is running */
+    CURL **idle;  /* easy handles kept for reuse (curl_easy_reset) */
+    size_t nidle;
 };
+
+/* Easy handles kept for reuse: creating one per request (and freeing its
+ * buffers) costs more than the request itself on loopback. */
+#define HC_IDLE_MAX 256
+/* Bodies larger than this are sent from a larger upload buffer: fewer,
+ * larger writes (a 128 MiB learn batch in 2 MiB rather than 64 KiB steps). */
+#define HC_BIG_BODY ((size_t)1 << 20)
+#define HC_BIG_UPLOAD_BUFFER (2L << 20)
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -128,6 +138,7 @@ hc_client *hc_new(ev_loop *loop)
     curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     /* Keep a connection per peer alive even with thousands of peers. */
     curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4096L);
+    c->idle = xcalloc(HC_IDLE_MAX, sizeof *c->idle);
     return c;
 }
 
@@ -144,7 +155,14 @@ static void req_free(hc_req *r)
         ev_timer_stop(c->loop, r->retry_timer);
     if (r->easy) {
         curl_multi_remove_handle(c->multi, r->easy);
-        curl_easy_cleanup(r->easy);
+        /* A handle that sent a large body keeps a large upload buffer:
+         * not worth keeping. */
+        if (c->nidle < HC_IDLE_MAX && c->idle && r->body_len <= HC_BIG_BODY) {
+            curl_easy_reset(r->easy);
+            c->idle[c->nidle++] = r->easy;
+        } else {
+            curl_easy_cleanup(r->easy);
+        }
     }
     curl_slist_free_all(r->headers);
     free(r->method);
@@ -173,6 +191,9 @@ void hc_free(hc_client *c)
         req_drop(c->reqs);
     if (c->timer)
         ev_timer_stop(c->loop, c->timer);
+    for (size_t i = 0; i < c->nidle; i++)
+        curl_easy_cleanup(c->idle[i]);
+    free(c->idle);
     curl_multi_cleanup(c->multi);
     free(c);
 }
@@ -226,7 +247,7 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     c->reqs = r;
     c->pending++;
 
-    r->easy = curl_easy_init();
+    r->easy = c->nidle ? c->idle[--c->nidle] : curl_easy_init();
     if (!r->easy) {
         req_free(r);
         return NULL;
@@ -253,6 +274,8 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+    if (r->body_len > HC_BIG_BODY)
+        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, HC_BIG_UPLOAD_BUFFER);
     if (strcmp(r->method, "POST") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
@@ -274,6 +297,31 @@ void hc_cancel(hc_client *c, hc_req *r)
     (void)c;
     if (r)
         req_drop(r);
+}
+
+static void forgotten_cb(void *data, const hc_result *res)
+{
+    (void)data;
+    (void)res;
+}
+
+void hc_forget(hc_client *c, hc_req *r)
+{
+    (void)c;
+    if (!r)
+        return;
+    if (r->retry_timer) { /* between attempts: nothing in flight */
+        req_drop(r);
+        return;
+    }
+    void (*fd)(void *) = r->free_data;
+    void *data = r->data;
+    r->cb = forgotten_cb;
+    r->data = NULL;
+    r->free_data = NULL;
+    r->retries_left = 0;
+    if (fd)
+        fd(data);
 }
 
 static int retryable(CURLcode rc)

@@ -62,6 +62,13 @@ void hc_free(hc_client *c);
  * out of handles); then opts->body has been freed. */
 hc_req *hc_send(hc_client *c, hc_opts *opts, hc_cb cb, void *data);
 void hc_cancel(hc_client *c, hc_req *r);
+/* Like hc_cancel() for the caller (the callback is never called, free_data
+ * is called at once, the handle is invalid afterwards), but the request
+ * runs to its end without retries, so that its keep-alive connection stays
+ * reusable: cancelling a transfer in flight closes its connection. For a
+ * reply that no longer matters (a /task/new reply that lost the race with
+ * the task's result). */
+void hc_forget(hc_client *c, hc_req *r);
 
 unsigned long long hc_bytes_out(const hc_client *c);
 unsigned long long hc_bytes_in(const hc_client *c);

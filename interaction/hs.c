@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +17,21 @@
 #include "xalloc.h"
 
 #define HS_DEFAULT_BODY_LIMIT ((size_t)256 << 20)
+/* A declared Content-Length is trusted for one allocation up to this much;
+ * a larger body grows as it arrives (the peer may never send it). */
+#define HS_PREALLOC_MAX ((size_t)1 << 20)
+
+/* One connection, for the request-head deadline (see hs.h idle_timeout_s):
+ * MHD's own timeout only counts inactivity, so a peer that dribbles one
+ * byte now and then would hold its connection for ever. */
+typedef struct hs_conn {
+    struct hs_conn *prev, *next;
+    int fd;
+    int busy;          /* a request head arrived; its reply is not done */
+    int body_done;     /* ... and its body too (handler ran, or 413) */
+    int cut;           /* shut down by the sweep */
+    uint64_t since_ms; /* accepted, or its last request completed */
+} hs_conn;
 
 struct hs_request {
     hs_server *srv;
@@ -22,7 +39,9 @@ struct hs_request {
     const char *method;
     const char *path;
     xbuf body;
-    int too_large;
+    int too_large;  /* 1: 413 queued; 2: over the limit mid-body, dropping */
+    size_t dropped; /* body bytes dropped after the limit */
+    hs_conn *hconn;
     int deferred;   /* hs_defer() was called: reply comes later */
     int suspended;  /* MHD connection suspended until hs_reply() */
     int replied;    /* hs_reply() was called */
@@ -31,7 +50,8 @@ struct hs_request {
     char *reply_type;
     char *reply_body;
     size_t reply_len;
-    char peer[64];
+    char peer[64];  /* "ip:port", rendered by hs_peer() on first use */
+    int peer_done;
     hs_request *next_deferred, *prev_deferred;
 };
 
@@ -50,6 +70,9 @@ struct hs_server {
     hs_abort_handler abort_cb;
     void *abort_data;
     unsigned long long bytes_in, bytes_out;
+    hs_conn *conns;
+    ev_timer *sweep;
+    uint64_t head_ms; /* request-head deadline */
 };
 
 void hs_config_init(hs_config *cfg)
@@ -152,23 +175,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         r->conn = conn;
         r->method = method;
         r->path = url;
-        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-        if (ci && ci->client_addr) {
-            const struct sockaddr *sa = ci->client_addr;
-            char host[INET6_ADDRSTRLEN] = "?";
-            int port = 0;
-            if (sa->sa_family == AF_INET) {
-                const struct sockaddr_in *in = (const void *)sa;
-                inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
-                port = ntohs(in->sin_port);
-            } else if (sa->sa_family == AF_INET6) {
-                const struct sockaddr_in6 *in6 = (const void *)sa;
-                inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
-                port = ntohs(in6->sin6_port);
-            }
-            snprintf(r->peer, sizeof r->peer, "%s:%d", host, port);
-        }
         *con_cls = r;
+        const union MHD_ConnectionInfo *sc = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        r->hconn = sc ? sc->socket_context : NULL;
+        if (r->hconn)
+            r->hconn->busy = 1;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         if (cl) {
             char *end;
@@ -176,6 +187,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
             unsigned long long n = strtoull(cl, &end, 10);
             if (errno || end == cl || n > s->body_limit)
                 r->too_large = 1;
+            else if (n > 0) { /* one allocation for the whole body */
+                r->body.cap = (size_t)(n < HS_PREALLOC_MAX ? n : HS_PREALLOC_MAX) + 1;
+                r->body.data = xmalloc(r->body.cap);
+            }
         }
         if (r->too_large) {
             char *msg = xasprintf("Request body over the limit of %zu bytes.", s->body_limit);
@@ -185,17 +200,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         }
         return MHD_YES;
     }
-    if (r->too_large)
+    if (r->too_large == 1)
         return MHD_YES; /* reply already queued; MHD discards the rest */
     if (*upload_size) {
         s->bytes_in += *upload_size;
-        if (r->body.len + *upload_size > s->body_limit) {
-            r->too_large = 1;
+        if (r->too_large || r->body.len + *upload_size > s->body_limit) {
+            /* A body without Content-Length (chunked) went over the limit.
+             * MHD cannot queue a reply in the middle of a body: drop the
+             * rest (another limit's worth at most, then hang up) and answer
+             * 413 at its end. */
+            if (!r->too_large)
+                xbuf_free(&r->body);
+            r->too_large = 2;
+            r->dropped += *upload_size;
             *upload_size = 0;
-            char *msg = xasprintf("Request body over the limit of %zu bytes.", s->body_limit);
-            char *env = proto_envelope(false, 413, msg, NULL);
-            free(msg);
-            return queue(s, conn, 413, NULL, env, strlen(env));
+            return r->dropped > s->body_limit ? MHD_NO : MHD_YES;
         }
         xbuf_append(&r->body, upload_data, *upload_size);
         *upload_size = 0;
@@ -209,6 +228,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     }
     if (r->replied)
         return MHD_YES;
+    if (r->hconn)
+        r->hconn->body_done = 1;
+    if (r->too_large == 2) {
+        r->too_large = 1;
+        char *msg = xasprintf("Request body over the limit of %zu bytes.", s->body_limit);
+        char *env = proto_envelope(false, 413, msg, NULL);
+        free(msg);
+        return queue(s, conn, 413, NULL, env, strlen(env));
+    }
     if (!r->body.data)
         xbuf_append(&r->body, "", 0);
     r->handled = 1;
@@ -236,12 +264,94 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (!r->handled && !r->too_large && tc != MHD_REQUEST_TERMINATED_COMPLETED_OK && r->srv->abort_cb &&
         r->srv->d)
         r->srv->abort_cb(r->srv->abort_data, r);
+    if (r->hconn) {
+        r->hconn->busy = 0;
+        r->hconn->body_done = 0;
+        r->hconn->since_ms = ev_now_ms();
+    }
     unlink_deferred(r);
     xbuf_free(&r->body);
     free(r->reply_body);
     free(r->reply_type);
     free(r);
     *con_cls = NULL;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    hs_server *s = cls;
+    hs_conn *c = *socket_context;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+        c = xcalloc(1, sizeof *c);
+        c->fd = ci ? ci->connect_fd : -1;
+        c->since_ms = ev_now_ms();
+        c->next = s->conns;
+        if (c->next)
+            c->next->prev = c;
+        s->conns = c;
+        *socket_context = c;
+    } else if (c) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            s->conns = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        free(c);
+        *socket_context = NULL;
+    }
+}
+
+/* Once a second: shuts down connections that have not sent a whole request
+ * head within the deadline, and those whose peer has hung up before a whole
+ * request arrived (MHD can miss an end of stream that comes with the last
+ * bytes it reads, and would keep them until its timeout). MHD then sees the
+ * end and closes them. A peer that hangs up after a whole request still
+ * gets its reply. */
+static void on_sweep(ev_loop *loop, void *data)
+{
+    hs_server *s = data;
+    s->sweep = ev_timer_start(loop, 1000, on_sweep, s);
+    uint64_t now = ev_now_ms();
+    size_t n = 0, cap = 64;
+    struct pollfd stack[64], *pf = stack;
+    hs_conn *cstack[64], **cs = cstack;
+    int cut = 0;
+    for (hs_conn *c = s->conns; c; c = c->next) {
+        if (c->body_done || c->cut || c->fd < 0)
+            continue;
+        if (!c->busy && now - c->since_ms > s->head_ms) {
+            shutdown(c->fd, SHUT_RDWR);
+            c->cut = 1;
+            cut++;
+            continue;
+        }
+        if (n == cap) {
+            cap *= 2;
+            pf = pf == stack ? memcpy(xmalloc(cap * sizeof *pf), stack, sizeof stack) : xrealloc(pf, cap * sizeof *pf);
+            cs = cs == cstack ? memcpy(xmalloc(cap * sizeof *cs), cstack, sizeof cstack) : xrealloc(cs, cap * sizeof *cs);
+        }
+        pf[n] = (struct pollfd){.fd = c->fd, .events = POLLRDHUP};
+        cs[n++] = c;
+    }
+    if (n && poll(pf, n, 0) > 0)
+        for (size_t i = 0; i < n; i++) {
+            int avail = 0;
+            if ((pf[i].revents & (POLLRDHUP | POLLHUP | POLLERR)) && ioctl(pf[i].fd, FIONREAD, &avail) == 0 &&
+                avail == 0) {
+                shutdown(pf[i].fd, SHUT_RDWR);
+                cs[i]->cut = 1;
+                cut++;
+            }
+        }
+    if (pf != stack)
+        free(pf);
+    if (cs != cstack)
+        free(cs);
+    if (cut)
+        kick(s);
 }
 
 static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len, char *err, size_t errlen)
@@ -303,14 +413,20 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
         if (ss.ss_family == AF_INET6)
             flags |= MHD_USE_IPv6;
     }
+    /* Where to listen: an int or a pointer, so through an option array
+     * (each va_arg must read the type that was passed). */
+    struct MHD_OptionItem where[] = {
+        {cfg->listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR, cfg->listen_fd, &ss},
+        {MHD_OPTION_END, 0, NULL},
+    };
     errno = 0;
     s->d = MHD_start_daemon(
         flags, 0, NULL, NULL, on_request, s, MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
         MHD_OPTION_CONNECTION_LIMIT, cfg->connection_limit ? cfg->connection_limit : 4096u,
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, cfg->per_ip_limit, MHD_OPTION_CONNECTION_TIMEOUT,
         cfg->idle_timeout_s ? cfg->idle_timeout_s : 30u,
-        cfg->listen_fd >= 0 ? MHD_OPTION_LISTEN_SOCKET : MHD_OPTION_SOCK_ADDR,
-        cfg->listen_fd >= 0 ? (void *)(intptr_t)cfg->listen_fd : (void *)&ss, MHD_OPTION_END);
+        MHD_OPTION_ARRAY, where, MHD_OPTION_END);
     if (!s->d) {
         if (cfg->listen_fd >= 0)
             snprintf(err, errlen, "cannot start HTTP server on the given socket: %s",
@@ -335,6 +451,8 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
         free(s);
         return NULL;
     }
+    s->head_ms = 1000u * (cfg->idle_timeout_s ? cfg->idle_timeout_s : 30u);
+    s->sweep = ev_timer_start(loop, 1000, on_sweep, s);
     kick(s);
     return s;
 }
@@ -359,6 +477,8 @@ void hs_stop(hs_server *s)
         ev_timer_stop(s->loop, s->timer);
     if (s->stop_timer)
         ev_timer_stop(s->loop, s->stop_timer);
+    if (s->sweep)
+        ev_timer_stop(s->loop, s->sweep);
     ev_fd_del(s->loop, s->epfd);
     struct MHD_Daemon *d = s->d;
     s->d = NULL; /* no abort callbacks while stopping */
@@ -429,8 +549,35 @@ size_t hs_body_len(const hs_request *r)
     return r->body.len;
 }
 
-const char *hs_peer(const hs_request *r)
+void hs_body_free(hs_request *r)
 {
+    xbuf_free(&r->body);
+}
+
+/* The peer's address is rendered on first use only: formatting it for
+ * every request costs more than most requests. */
+const char *hs_peer(const hs_request *cr)
+{
+    hs_request *r = (hs_request *)cr;
+    if (r->peer_done)
+        return r->peer;
+    r->peer_done = 1;
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(r->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        const struct sockaddr *sa = ci->client_addr;
+        char host[INET6_ADDRSTRLEN] = "?";
+        int port = 0;
+        if (sa->sa_family == AF_INET) {
+            const struct sockaddr_in *in = (const void *)sa;
+            inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+            port = ntohs(in->sin_port);
+        } else if (sa->sa_family == AF_INET6) {
+            const struct sockaddr_in6 *in6 = (const void *)sa;
+            inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+            port = ntohs(in6->sin6_port);
+        }
+        snprintf(r->peer, sizeof r->peer, "%s:%d", host, port);
+    }
     return r->peer;
 }
 

@@ -4,7 +4,10 @@
  * Every request body is read by Content-Length whatever the method (GET and
  * DELETE carry bodies in this protocol) and handed to the handler whole; a
  * body over the limit is answered 413 with the protocol's JSON envelope
- * before it is read. Connections are kept alive.
+ * (before it is read when Content-Length says so; a chunked body is read and
+ * dropped up to another limit's worth, then answered, or cut off). Request
+ * heads are limited to MHD's per-connection memory (431 beyond it).
+ * Connections are kept alive.
  *
  * Ownership: the request and everything it points to is borrowed for the
  * duration of the handler call. The handler hands the reply body over with
@@ -35,7 +38,14 @@ typedef struct {
     size_t body_limit;         /* 0: 256 MiB */
     unsigned connection_limit; /* 0: 4096 */
     unsigned per_ip_limit;     /* 0: no per-address limit */
-    unsigned idle_timeout_s;   /* 0: 30 s; closes idle or dribbling peers */
+    unsigned idle_timeout_s;   /* 0: 30 s. A connection that stays silent
+                                  this long is closed (MHD's timeout, reset
+                                  by every byte), and so is one that has not
+                                  sent a whole request head within this time
+                                  of its opening or of its previous reply
+                                  (a peer dribbling its headers). Idle
+                                  connections whose peer hung up are closed
+                                  within a second. */
     const char *server_header; /* NULL: none */
 } hs_config;
 
@@ -64,6 +74,9 @@ void hs_query_foreach(const hs_request *r, bool (*cb)(void *data, const char *k,
                       void *data);
 const char *hs_body(const hs_request *r);
 size_t hs_body_len(const hs_request *r);
+/* Frees the request body early (a handler that has parsed a large body
+ * and goes on working): hs_body() is "" and hs_body_len() 0 afterwards. */
+void hs_body_free(hs_request *r);
 /* "ip:port" of the peer. */
 const char *hs_peer(const hs_request *r);
 

@@ -395,6 +395,72 @@ static bool scan_key(px *p, xbuf *out)
     return true;
 }
 
+/* The end of the number token at c (RFC 8259), or NULL if c does not hold
+ * one that is sure to be valid: pointers only, for the tight loop below. */
+static inline const char *fast_number(const char *c, const char *end)
+{
+    if (c < end && *c == '-')
+        c++;
+    if (c >= end)
+        return NULL;
+    if (*c == '0') {
+        c++;
+        if (c < end && is_digit(*c))
+            return NULL;
+    } else if (is_digit(*c)) {
+        while (c < end && is_digit(*c))
+            c++;
+    } else {
+        return NULL;
+    }
+    if (c < end && *c == '.') {
+        c++;
+        if (c >= end || !is_digit(*c))
+            return NULL;
+        while (c < end && is_digit(*c))
+            c++;
+    }
+    if (c < end && (*c == 'e' || *c == 'E')) {
+        c++;
+        if (c < end && (*c == '+' || *c == '-'))
+            c++;
+        if (c >= end || !is_digit(*c))
+            return NULL;
+        while (c < end && is_digit(*c))
+            c++;
+    }
+    return c;
+}
+
+/* Skips a run of array items that are numbers ("0.1, 2, -3e5") in one
+ * tight loop: lists of numbers are the bulk of learn data. Stops after the
+ * last number it vouches for, before the ',' or ']' that follows, so that
+ * the general code goes on from there (and reports any error with its own
+ * words). Returns false if it could not vouch for the first number. */
+static bool skip_number_run(px *p)
+{
+    const char *s = p->s, *end = s + p->len, *c = s + p->pos;
+    const char *e = fast_number(c, end);
+    if (!e)
+        return false;
+    for (;;) {
+        c = e;
+        const char *n = c;
+        while (n < end && is_ws(*n))
+            n++;
+        if (n >= end || *n != ',')
+            break;
+        n++;
+        while (n < end && is_ws(*n))
+            n++;
+        e = fast_number(n, end);
+        if (!e)
+            break;
+    }
+    p->pos = (size_t)(c - s);
+    return true;
+}
+
 /* Validates one value (at depth `depth`) without building anything.
  * Iterative with an explicit stack of closing brackets, so that huge or
  * deep payloads cost neither recursion nor allocation. */
@@ -416,6 +482,9 @@ static bool skip_value(px *p, int depth)
                     return false;
                 continue; /* the first item's value */
             }
+        } else if (top > 0 && close[top - 1] == ']' && (c == '-' || is_digit(c))) {
+            if (!skip_number_run(p) && !scan_number(p))
+                return false;
         } else if (!skip_scalar(p)) {
             return false;
         }
@@ -679,8 +748,10 @@ cJSON *jsonx_new_double(double v)
             break; /* %.17g always round-trips */
     }
     /* Keep it a float for Python peers: 3.0, not 3 (which reads as an int). */
-    if (!strpbrk(buf, ".eE"))
-        strcat(buf, ".0");
+    if (!strpbrk(buf, ".eE")) {
+        size_t bl = strlen(buf);
+        snprintf(buf + bl, sizeof buf - bl, ".0");
+    }
     return new_raw(buf, strlen(buf));
 }
 

@@ -30,6 +30,7 @@ struct master_conn {
     master *m;
     char *name;
     char *base_url;
+    char *task_url; /* base_url + "/task/new" */
     char token[PROTO_TOKEN_LEN + 1];
     conn_state state;
     int dying; /* inside on_lost or connect-failure callback */
@@ -56,7 +57,19 @@ struct master {
     size_t nconns, capconns;
     master_conn *buckets[TOKEN_BUCKETS];
     ev_timer *hb_timer;
+    struct retired *retired; /* tokens of conns whose /disconnect is in flight */
 };
+
+/* A conn that the master closed while its /disconnect request is still in
+ * flight: the slave may send a heartbeat or a late report meanwhile, which
+ * must not look like "unknown token" (the slave would take that as a lost
+ * master and refuse the /disconnect). */
+typedef struct retired {
+    master *m;
+    char token[PROTO_TOKEN_LEN + 1];
+    char *name;
+    struct retired *next;
+} retired;
 
 void master_config_init(master_config *cfg)
 {
@@ -131,7 +144,7 @@ static void task_free(master *m, master_task *t)
     if (t->deadline)
         ev_timer_stop(m->loop, t->deadline);
     if (t->req)
-        hc_cancel(m->client, t->req);
+        hc_forget(m->client, t->req); /* keeps the connection reusable */
     free(t);
 }
 
@@ -151,7 +164,10 @@ static void task_end(master *m, master_task *t, proto_task_state st, cJSON *resu
         t->deadline = NULL;
     }
     if (t->req) {
-        hc_cancel(m->client, t->req);
+        /* The result often overtakes the /task/new reply (the slave answers
+         * at once): let that reply arrive, so that the connection is
+         * reused rather than closed. */
+        hc_forget(m->client, t->req);
         t->req = NULL;
     }
     cJSON *res = result;
@@ -166,7 +182,8 @@ static void fail_conn_tasks(master *m, master_conn *c, const char *why)
     while (c->tasks) {
         master_task *t = c->tasks;
         char *msg = xasprintf("%s: %s", c->name, why);
-        task_end(m, t, TASK_FAILED, NULL, msg);
+        /* t->conn == c: task_end unlinks it from c->tasks before freeing */
+        task_end(m, t, TASK_FAILED, NULL, msg); // NOLINT(clang-analyzer-unix.Malloc)
         free(msg);
     }
 }
@@ -189,18 +206,39 @@ static void conn_free(master *m, master_conn *c)
     if (c->connect_req)
         hc_cancel(m->client, c->connect_req);
     while (c->tasks)
-        task_free(m, c->tasks);
+        task_free(m, c->tasks); // NOLINT(clang-analyzer-unix.Malloc): task_free unlinks the head
     free(c->name);
     free(c->base_url);
+    free(c->task_url);
     free(c);
+}
+
+static void retired_free(void *data)
+{
+    retired *rt = data;
+    for (retired **pp = &rt->m->retired; *pp; pp = &(*pp)->next)
+        if (*pp == rt) {
+            *pp = rt->next;
+            break;
+        }
+    free(rt->name);
+    free(rt);
 }
 
 static void on_disconnect_reply(void *data, const hc_result *res)
 {
-    char *name = data;
+    retired *rt = data;
     if (res->error || res->status != 200)
-        LOG_DEBUG(name, "disconnect: %s", res->error ? res->error : res->body);
-    free(name);
+        LOG_DEBUG(rt->name, "disconnect: %s", res->error ? res->error : res->body);
+    retired_free(rt);
+}
+
+static retired *retired_find(master *m, const char *token)
+{
+    for (retired *rt = m->retired; rt; rt = rt->next)
+        if (proto_token_equal(rt->token, token))
+            return rt;
+    return NULL;
 }
 
 static void send_disconnect(master *m, master_conn *c)
@@ -217,8 +255,18 @@ static void send_disconnect(master *m, master_conn *c)
     o.retries = 0;
     o.timeout_ms = m->cfg.request_timeout_ms;
     o.connect_timeout_ms = m->cfg.connect_timeout_ms;
-    o.free_data = free;
-    hc_send(m->client, &o, on_disconnect_reply, xstrdup(c->name));
+    o.free_data = retired_free;
+    retired *rt = xcalloc(1, sizeof *rt);
+    rt->m = m;
+    memcpy(rt->token, c->token, sizeof rt->token);
+    rt->name = xstrdup(c->name);
+    if (hc_send(m->client, &o, on_disconnect_reply, rt)) {
+        rt->next = m->retired;
+        m->retired = rt;
+    } else {
+        free(rt->name);
+        free(rt);
+    }
     free(url);
 }
 
@@ -326,6 +374,7 @@ master_conn *master_connect(master *m, const char *name, const char *host, int p
     c->name = xstrdup(name);
     int v6 = strchr(host, ':') != NULL;
     c->base_url = xasprintf("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    c->task_url = xasprintf("%s/task/new", c->base_url);
     if (proto_token_new(c->token) < 0) {
         snprintf(err, errlen, "getrandom failed: cannot make a token");
         conn_free(m, c);
@@ -403,6 +452,14 @@ static void on_task_reply(void *data, const hc_result *res)
             cJSON_Delete(rep.tree);
             t->state = TASK_STARTED;
             return;
+        } else if (res->status == 403 && rep.code == proto_code(PROTO_SLAVE_MASTER_TOKEN_INVALID)) {
+            /* The slave does not know this connection any more (it restarted
+             * or dropped us): the connection is lost now, not when its
+             * heartbeats time out, so that it is retaken at once. */
+            cJSON_Delete(rep.tree);
+            conn_lost(m, c, "/task/new answered 403 code 302: the slave no longer knows this master (it restarted "
+                            "or dropped the connection)");
+            return;
         } else {
             snprintf(err, sizeof err, "%s: /task/new answered HTTP %ld, code %d: %s", c->name, res->status, rep.code,
                      rep.message ? rep.message : "");
@@ -433,26 +490,30 @@ master_task *master_task_send(master_conn *c, char *data_json, size_t len, long 
     t->cb = cb;
     t->ud = ud;
     t->state = TASK_STARTING;
-    xbuf body = {0};
-    xbuf_printf(&body, "{\"task\": {\"id\": \"%s\"}, \"data\": ", t->id);
-    xbuf_append(&body, data_json, len);
-    xbuf_puts(&body, "}");
-    free(data_json);
+    /* {"task": {"id": "<id>"}, "data": <data_json>}, built in data_json's
+     * own buffer (grown, data moved up): learn data may be hundreds of MiB,
+     * and a second buffer would double them. */
+    char head[PROTO_UUID_LEN + 40];
+    int hl = snprintf(head, sizeof head, "{\"task\": {\"id\": \"%s\"}, \"data\": ", t->id);
+    size_t blen = (size_t)hl + len + 1;
+    char *bdata = xrealloc(data_json, blen + 1);
+    memmove(bdata + hl, bdata, len);
+    memcpy(bdata, head, (size_t)hl);
+    bdata[blen - 1] = '}';
+    bdata[blen] = '\0';
     hc_opts o;
     hc_opts_init(&o);
-    char *url = xasprintf("%s/task/new", c->base_url);
     o.method = "POST";
-    o.url = url;
+    o.url = c->task_url;
     o.token = c->token;
     o.channel = m->cfg.channel;
-    o.body_len = body.len;
-    o.body = xbuf_take(&body);
+    o.body_len = blen;
+    o.body = bdata;
     o.retries = m->cfg.retries;
     o.retry_wait_ms = m->cfg.retry_wait_ms;
     o.connect_timeout_ms = m->cfg.connect_timeout_ms;
     o.timeout_ms = m->cfg.request_timeout_ms;
     t->req = hc_send(m->client, &o, on_task_reply, t);
-    free(url);
     if (!t->req) {
         snprintf(err, errlen, "%s: cannot start the /task/new request", c->name);
         free(t);
@@ -634,6 +695,14 @@ static void on_request(void *data, hs_request *r)
     /* A CONNECTING conn is accepted too: the slave may send its first
      * heartbeat before the master has processed the /connect reply. */
     master_conn *c = token_find(m, tok);
+    if ((!c || c->dying) && retired_find(m, tok)) {
+        /* Closed by us, /disconnect on its way: answer calmly. */
+        if (p == P_HB)
+            reply_msg(r, 200, true, 0, "Received!");
+        else
+            reply_code(r, 200, PROTO_MASTER_TASK_NOT_FOUND);
+        return;
+    }
     if (!c || c->dying) {
         reply_code(r, 403, PROTO_MASTER_SLAVE_TOKEN_INVALID);
         return;

@@ -49,10 +49,23 @@ const char *proto_task_state_name(proto_task_state s)
     return "UNKNOWN";
 }
 
+/* True if s can be written as a JSON string as it is (the usual fixed
+ * messages): no quote, backslash, control or non-ASCII character. */
+static bool plain_text(const char *s)
+{
+    for (; *s; s++)
+        if (*s == '"' || *s == '\\' || (unsigned char)*s < 0x20 || (unsigned char)*s >= 0x7f)
+            return false;
+    return true;
+}
+
 char *proto_envelope(bool success, int code, const char *message, const cJSON *data)
 {
     if (!message)
         message = success ? "Success." : "Failed.";
+    if (!data && plain_text(message))
+        return xasprintf("{\"code\":%d,\"data\":null,\"message\":\"%s\",\"success\":%s}\n", code, message,
+                         success ? "true" : "false");
     cJSON *m = cJSON_CreateString(message);
     char *mtext = m ? cJSON_PrintUnformatted(m) : NULL;
     cJSON_Delete(m);
@@ -140,24 +153,50 @@ bool proto_token_equal(const char *a, const char *b)
     return diff == 0;
 }
 
+/* Random bytes for task ids, drawn from getrandom(2) 4 KiB at a time (one
+ * system call per 256 ids rather than one per id); per thread. Tokens
+ * (secrets) still come straight from getrandom. */
+static int random_bytes(unsigned char *out, size_t n)
+{
+    static _Thread_local unsigned char pool[4096];
+    static _Thread_local size_t left;
+    if (n > sizeof pool)
+        return -1;
+    if (left < n) {
+        size_t got = 0;
+        while (got < sizeof pool) {
+            ssize_t k = getrandom(pool + got, sizeof pool - got, 0);
+            if (k < 0) {
+                if (errno == EINTR)
+                    continue;
+                return -1;
+            }
+            got += (size_t)k;
+        }
+        left = sizeof pool;
+    }
+    memcpy(out, pool + sizeof pool - left, n);
+    memset(pool + sizeof pool - left, 0, n); /* used bytes are not kept */
+    left -= n;
+    return 0;
+}
+
 int proto_uuid4(char out[PROTO_UUID_LEN + 1])
 {
     unsigned char r[16];
-    size_t got = 0;
-    while (got < sizeof r) {
-        ssize_t n = getrandom(r + got, sizeof r - got, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        got += (size_t)n;
-    }
+    if (random_bytes(r, sizeof r) < 0)
+        return -1;
     r[6] = (unsigned char)((r[6] & 0x0f) | 0x40);
     r[8] = (unsigned char)((r[8] & 0x3f) | 0x80);
-    snprintf(out, PROTO_UUID_LEN + 1,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2],
-             r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14], r[15]);
+    static const char hex[] = "0123456789abcdef";
+    char *o = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        *o++ = hex[r[i] >> 4];
+        *o++ = hex[r[i] & 0xf];
+    }
+    *o = '\0';
     return 0;
 }
 

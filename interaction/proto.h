@@ -55,7 +55,7 @@ const char *proto_code_message(proto_code_id id);
     X(FAILED, 0x22)
 
 typedef enum {
-#define PROTO_X_STATE(name, v) TASK_##name = v,
+#define PROTO_X_STATE(name, v) TASK_##name = (v),
     PROTO_TASK_STATES(PROTO_X_STATE)
 #undef PROTO_X_STATE
 } proto_task_state;

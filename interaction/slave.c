@@ -29,6 +29,7 @@ struct slave {
     hc_req *hb_req;
     bool hb_paused;
     int hb_failures;
+    bool hb_answered; /* a heartbeat succeeded since /connect */
     unsigned long hb_sent;
     unsigned reports_pending;
 };
@@ -71,6 +72,7 @@ static void on_hb_reply(void *data, const hc_result *res)
         return;
     if (!res->error && res->status == 200) {
         s->hb_failures = 0;
+        s->hb_answered = true;
         return;
     }
     char why[512];
@@ -80,8 +82,10 @@ static void on_hb_reply(void *data, const hc_result *res)
         snprintf(why, sizeof why, "heartbeat to %s answered HTTP %ld: %.200s", s->master_address, res->status,
                  res->body);
     /* A master that no longer knows our token has dropped us: no point in
-     * waiting for more failures. */
-    if (!res->error && (res->status == 403 || res->status == 400)) {
+     * waiting for more failures. Before any heartbeat was answered, the
+     * master may not have registered us yet (the reference registers the
+     * connection after its /connect returns): count it as a failure. */
+    if (!res->error && (res->status == 403 || res->status == 400) && s->hb_answered) {
         master_lost(s, why);
         return;
     }
@@ -267,6 +271,7 @@ static void do_connect(slave *s, hs_request *r)
         al--;
     s->master_address = xstrndup(addr, al);
     s->hb_failures = 0;
+    s->hb_answered = false;
     char red[16];
     LOG_INFO(s->name, "connected to master %s (token %s)", s->master_address,
              ilog_redact_token(s->master_token, red, sizeof red));
@@ -302,6 +307,9 @@ static void do_task(slave *s, hs_request *r)
     cJSON *j = parse_body(s, r, s->cfg.raw_depth);
     if (!j)
         return;
+    /* The tree holds all that is needed: with a learn batch of 128 MiB,
+     * keeping the body too would double the memory for the whole task. */
+    hs_body_free(r);
     const cJSON *task = jsonx_get(j, "task");
     const cJSON *id = cJSON_IsObject(task) ? jsonx_get(task, "id") : NULL;
     const cJSON *data = jsonx_get(j, "data");

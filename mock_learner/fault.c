@@ -381,7 +381,7 @@ int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *no
         fault *f = &fs->items[fs->len++];
         *f = tmp[i];
         f->id = fs->next_id++;
-        if (ids)
+        if (ids && nids)
             ids[(*nids)++] = f->id;
         if (acts_at_once(f)) {
             f->spent = true;

@@ -102,15 +102,16 @@ static int bind_socket(const char *host, int port, int *bound_port, char *err, s
         return -1;
     }
     freeaddrinfo(res);
-    struct sockaddr_storage ss;
+    struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
         snprintf(err, errlen, "getsockname() failed: %s", strerror(errno));
         close(fd);
         return -1;
     }
+    /* getsockname() filled ss (the analyzer does not model it) */
     *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port); // NOLINT(clang-analyzer-core.CallAndMessage)
     return fd;
 }
 

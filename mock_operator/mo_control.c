@@ -439,6 +439,8 @@ void mo_control_handle(mo_control *c, const mo_request *req, mo_reply *out)
         fail(out, path_known ? 405 : 404, msg);
         return;
     }
+    /* i < n here: i == n returned above */
+    // cppcheck-suppress arrayIndexOutOfBounds
     switch (routes[i].id) {
     case R_STATE:
         ok(out, "state", state_json(c));

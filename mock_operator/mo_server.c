@@ -131,8 +131,8 @@ static void on_api(void *data, hs_request *r)
 static void drop_pending(mo_server *s, const char *why)
 {
     while (s->pending) {
-        pending *p = s->pending;
-        if (p->timer)
+        pending *p = s->pending; /* the head: pending_unlink moves s->pending on */
+        if (p->timer) // NOLINT(clang-analyzer-unix.Malloc)
             ev_timer_stop(s->loop, p->timer);
         mo_journal_set_answer(s->journal, p->seq, 0, since_start(s), why);
         pending_unlink(s, p);

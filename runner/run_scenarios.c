@@ -100,7 +100,8 @@ static int collect(const char *path, char ***files, size_t *n)
         }
     }
     closedir(d);
-    qsort(found, nf, sizeof *found, cmp_str);
+    if (nf > 1) /* qsort's array must not be NULL, even empty */
+        qsort(found, nf, sizeof *found, cmp_str);
     for (size_t i = 0; i < nf; i++) {
         *files = xrealloc(*files, (*n + 1) * sizeof **files);
         (*files)[(*n)++] = found[i];
@@ -129,8 +130,10 @@ static char *find_exe(const char *bin_dir, const char *name)
 /* Whether an executable's --help mentions a flag (feature detection). */
 static bool help_mentions(const char *exe, const char *flag)
 {
+    if (strchr(exe, '\''))
+        return false; /* it would end the quoting below */
     char *cmd = xasprintf("'%s' --help 2>&1", exe);
-    FILE *p = popen(cmd, "r");
+    FILE *p = popen(cmd, "r"); // NOLINT(cert-env33-c): our own executable, quoted
     free(cmd);
     if (!p)
         return false;
@@ -184,6 +187,8 @@ static void on_run_done(void *ud, sc_run *run)
     for (size_t i = 0; i < a->njobs; i++)
         if (a->jobs[i].run == run)
             j = &a->jobs[i];
+    if (!j)
+        return;
     j->state = 2;
     a->running--;
     a->done++;
@@ -501,8 +506,8 @@ int main(int argc, char **argv)
                 a.queue[k - 1] = t;
             }
     mkdir(out_dir, 0755);
-    printf("run_scenarios: %zu scenario%s, -j %d, %s%s%s\n", nsc, nsc == 1 ? "" : "s", a.max_jobs,
-           has_seed ? "seed " : "each with its own seed", has_seed ? "" : "", has_seed ? "" : "");
+    printf("run_scenarios: %zu scenario%s, -j %d, %s\n", nsc, nsc == 1 ? "" : "s", a.max_jobs,
+           has_seed ? "seed " : "each with its own seed");
     if (has_seed)
         printf("run_scenarios: every scenario runs with seed %llu\n", (unsigned long long)seed);
     fflush(stdout);

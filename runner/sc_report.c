@@ -300,7 +300,8 @@ static void svg_timeline(xbuf *b, const sc_result *r)
     /* time axis */
     double step = nice_step(T);
     int axis_y = top + rows * rowh + 4;
-    for (double t = 0; t <= T; t += step) {
+    for (int k = 0; k * step <= T; k++) {
+        double t = k * step;
         xbuf_printf(b,
                     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
                     "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%.0f ms</text>\n",

@@ -14,6 +14,7 @@
 #include "sc_run.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -804,8 +805,8 @@ static void on_coord_log(sc_run *r, const char *msg)
         return;
     memcpy(status, rest, m);
     status[m] = '\0';
-    if (strcmp(status, "completed") && strcmp(status, "failed") && strcmp(status, "start_failed") &&
-        strcmp(status, "skipped"))
+    if (strcmp(status, "completed") != 0 && strcmp(status, "failed") != 0 && strcmp(status, "start_failed") != 0 &&
+        strcmp(status, "skipped") != 0)
         return;
     on_coord_task(r, true, name, status);
 }
@@ -1036,6 +1037,8 @@ static void fire_action(sc_run *r, size_t i)
             add_check(r, false, a->line, what, "%s is already running", a->target);
             break;
         }
+        if (!rp)
+            break;
         rp->wanted = true;
         spawn(r, a->proc);
         break;
@@ -1932,10 +1935,18 @@ static void check_exactly_once(sc_run *r)
                 continue;
             cJSON *j = jsonx_parse(line, strlen(line), NULL, 0);
             const char *id = j ? jsonx_get_str(jsonx_get(j, "item"), "id") : NULL;
-            unsigned long rd;
-            long ix;
-            char tail;
-            if (!id || sscanf(id, "r%lu-%ld%c", &rd, &ix, &tail) != 2) {
+            /* "r<round>-<index>", numbers checked (no sscanf: it cannot
+             * report overflow) */
+            unsigned long rd = 0;
+            long ix = 0;
+            char *e1 = NULL, *e2 = NULL;
+            errno = 0;
+            if (id && id[0] == 'r' && isdigit((unsigned char)id[1])) {
+                rd = strtoul(id + 1, &e1, 10);
+                if (*e1 == '-' && (isdigit((unsigned char)e1[1]) || e1[1] == '-'))
+                    ix = strtol(e1 + 1, &e2, 10);
+            }
+            if (!e2 || e2 == e1 + 1 || *e2 || errno) {
                 if (nissues++ < 6)
                     xbuf_printf(&issues, "%sa learner received an item without a known id: %.120s", nissues > 1 ? "; " : "",
                                 line);

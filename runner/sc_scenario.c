@@ -945,7 +945,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
         static const char *const k2[] = {"status", NULL};
         check_keys(v, at, "expect.all_tasks", k2);
         e->all_status = get_str(v, at, "expect.all_tasks", "status", true);
-        if (e->all_status && strcmp(e->all_status, "completed") && strcmp(e->all_status, "failed"))
+        if (e->all_status && strcmp(e->all_status, "completed") != 0 && strcmp(e->all_status, "failed") != 0)
             verr(v, "expect.all_tasks.status", "must be \"completed\" or \"failed\", not \"%s\"", e->all_status);
     }
     const cJSON *ts = jsonx_get(x, "tasks");

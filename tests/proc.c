@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "jsonx.h"
+#include "wrapexec.h"
 #include "xalloc.h"
 
 extern char **environ;
@@ -53,7 +54,7 @@ bool proc_start(proc *p, char *const argv[], char *const envp_extra[], const cha
             dup2(err, 2);
         for (int i = 0; envp_extra && envp_extra[i]; i++)
             putenv(envp_extra[i]);
-        execv(argv[0], argv);
+        wrap_execv(argv[0], argv);
         fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
@@ -207,4 +208,9 @@ char *proc_tmpdir(const char *tag)
         return NULL;
     }
     return tmpl;
+}
+
+long proc_slow_ms(long ms)
+{
+    return wrap_slow_ms(ms);
 }

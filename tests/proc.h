@@ -39,6 +39,10 @@ void proc_signal(proc *p, int sig);
 void proc_free(proc *p);
 /* Prints the tail of the child's log to stderr (for failing tests). */
 void proc_show_log(const proc *p, int lines);
+/* ms times the whole factor in $DILEARN_TEST_SLOWDOWN (default 1): for the
+ * few waits that race with a process's start-up, which a checker such as
+ * valgrind slows down (ci/valgrind.sh sets it). */
+long proc_slow_ms(long ms);
 /* A fresh temporary directory for a test's files (caller frees). */
 char *proc_tmpdir(const char *tag);
 

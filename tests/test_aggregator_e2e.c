@@ -465,12 +465,16 @@ static void learner_that_comes_back_is_taken_back(void **state)
     fx *f = *state;
     start_learners(f, "learner", 2, NULL);
     start_agg(f, NULL);
-    fault(f, 0, "{\"learner\": 1, \"kind\": \"drop\", \"back_after_ms\": 1500}");
+    /* Away long enough for a coordinator to start and ask (longer under
+     * valgrind). */
+    char drop[128];
+    snprintf(drop, sizeof drop, "{\"learner\": 1, \"kind\": \"drop\", \"back_after_ms\": %ld}", proc_slow_ms(1500));
+    fault(f, 0, drop);
     assert_true(agg_log_wait(f, "learner left the world", 5000));
     assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 1}}}]}",
                                 NULL),
                      0);
-    assert_true(agg_log_wait_n(f, "[learner1] learner joined", 2, 10000));
+    assert_true(agg_log_wait_n(f, "[learner1] learner joined", 2, 10000 + proc_slow_ms(1500)));
     assert_int_equal(coordinate(f,
                                 "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}," ROUND(1)
                                 "]}",

@@ -318,6 +318,41 @@ static void dead_slave_makes_task_fail_within_tolerance(void **state)
     task_out_free(&o);
 }
 
+static void task_to_a_restarted_slave_loses_the_connection_at_once(void **state)
+{
+    fx *f = *state;
+    master_conn *c = connect_slave(f);
+    int port = slave_port(f->s);
+    slave_free(f->s); /* the learner restarts on the same port... */
+    char err[256];
+    slave_config sc;
+    slave_config_init(&sc);
+    sc.http.port = port;
+    f->s = slave_new(f->loop, &sc, NULL, f, err, sizeof err);
+    assert_non_null(f->s);
+    task_out o = {0};
+    send_task(f, c, "{\"name\": \"x\"}", &o, 60000); /* ...and refuses our token: 403 code 302 */
+    assert_true(tu_run_until(f->loop, &o.done, 5000));
+    assert_int_equal(o.state, TASK_FAILED);
+    assert_non_null(strstr(o.error, "learner0: /task/new answered 403 code 302"));
+    assert_int_equal(f->lost, 1); /* at once, not after the heartbeat tolerance */
+    assert_null(master_find(f->m, "learner0"));
+    connect_slave(f); /* and it can be taken back */
+    task_out_free(&o);
+}
+
+static void heartbeat_racing_a_disconnect_is_not_refused(void **state)
+{
+    fx *f = *state;
+    master_conn *c = connect_slave(f);
+    master_disconnect(c, "test");
+    /* The slave's heartbeats keep coming until /disconnect lands; none may
+     * be refused, so the slave never takes the master for lost. */
+    tu_run_for(f->loop, 200);
+    assert_false(slave_connected(f->s));
+    assert_int_equal(f->lost_called, 1); /* once: the disconnect itself */
+}
+
 static void second_task_while_one_runs_is_refused_601(void **state)
 {
     fx *f = *state;
@@ -814,6 +849,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(lost_connection_fails_pending_task_at_once, setup, teardown),
         cmocka_unit_test_setup_teardown(dead_slave_makes_task_fail_within_tolerance, setup, teardown),
         cmocka_unit_test_setup_teardown(second_task_while_one_runs_is_refused_601, setup, teardown),
+        cmocka_unit_test_setup_teardown(task_to_a_restarted_slave_loses_the_connection_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(heartbeat_racing_a_disconnect_is_not_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_task_ends_start_failed_602, setup, teardown),
         cmocka_unit_test_setup_teardown(error_status_on_task_new_ends_start_failed, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_connection_reports_503, setup, teardown),

@@ -33,6 +33,7 @@
 #include "jsonx.h"
 #include "slave.h"
 #include "xalloc.h"
+#include "wrapexec.h"
 
 #ifndef MC_BIN
 #error "MC_BIN must name the mock_coordinator executable"
@@ -66,7 +67,7 @@ static void proc_start(proc *p, char *const argv[])
         prctl(PR_SET_PDEATHSIG, SIGKILL);
         dup2(o[1], 1);
         dup2(e[1], 2);
-        execv(argv[0], argv);
+        wrap_execv(argv[0], argv);
         _exit(127);
     }
     close(o[1]);

@@ -28,6 +28,7 @@
 #include "hc.h"
 #include "jsonx.h"
 #include "proto.h"
+#include "wrapexec.h"
 
 #ifndef MOCK_OPERATOR_BIN
 #define MOCK_OPERATOR_BIN "mock_operator"
@@ -119,7 +120,7 @@ static pid_t spawn(const char *const *args, int *out_fd, int *err_fd)
         for (size_t i = 0; args[i] && n < 63; i++)
             argv[n++] = args[i];
         argv[n] = NULL;
-        execv(bin_path, (char *const *)argv);
+        wrap_execv(bin_path, (char *const *)argv);
         fprintf(stderr, "cannot run %s: %s\n", bin_path, strerror(errno));
         _exit(127);
     }

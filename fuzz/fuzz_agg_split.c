@@ -1,0 +1,108 @@
+/* fuzz_agg_split: agg_split on demands and learn data. Input: a first line
+ * of demands (decimal numbers separated by spaces, at most 64, each under
+ * 100000), then the data's JSON text. The data is given three ways (a full
+ * tree, a shallow tree with raw items, the raw text of the array); when a
+ * split succeeds every slice must be a JSON array with exactly its demand's
+ * items, and agg_learn_task_json must wrap it into valid JSON. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agg_merge.h"
+#include "jsonx.h"
+#include "xalloc.h"
+
+static void check_slices(char **slices, size_t *lens, const size_t *demands, size_t n)
+{
+    char err[256];
+    for (size_t i = 0; i < n; i++) {
+        if (!slices[i] || strlen(slices[i]) != lens[i])
+            abort();
+        long items = jsonx_array_items(slices[i], lens[i], NULL, NULL, err, sizeof err);
+        if (items < 0 || (size_t)items != demands[i]) {
+            fprintf(stderr, "slice %zu has %ld items (%s), demand %zu: %s\n", i, items, err, demands[i],
+                    slices[i]);
+            abort();
+        }
+        size_t tl;
+        char *task = agg_learn_task_json(slices[i], lens[i], &tl);
+        cJSON *t = jsonx_parse(task, tl, err, sizeof err);
+        if (!t) {
+            fprintf(stderr, "learn task json does not parse: %s\n", err);
+            abort();
+        }
+        cJSON_Delete(t);
+        free(task);
+        free(slices[i]);
+    }
+}
+
+static void split_one(const cJSON *d, const size_t *demands, size_t n)
+{
+    char **slices = xcalloc(n + 1, sizeof *slices);
+    size_t *lens = xcalloc(n + 1, sizeof *lens);
+    char err[512];
+    if (agg_split(d, demands, n, slices, lens, err, sizeof err) == 0) {
+        check_slices(slices, lens, demands, n);
+    } else {
+        for (size_t i = 0; i < n; i++)
+            if (slices[i])
+                abort(); /* -1 leaves every slice NULL */
+        if (!err[0])
+            abort();
+    }
+    free(slices);
+    free(lens);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *buf = (const char *)data;
+    const char *nl = memchr(buf, '\n', size);
+    if (!nl)
+        return 0;
+    size_t demands[64];
+    size_t n = 0;
+    for (const char *p = buf; p < nl;) {
+        while (p < nl && *p == ' ')
+            p++;
+        if (p == nl)
+            break;
+        size_t v = 0;
+        int digits = 0;
+        while (p < nl && *p >= '0' && *p <= '9' && digits < 5) {
+            v = v * 10 + (size_t)(*p - '0');
+            p++;
+            digits++;
+        }
+        if (!digits || n == 64)
+            return 0;
+        demands[n++] = v;
+        if (p < nl && *p != ' ')
+            return 0;
+    }
+    const char *text = nl + 1;
+    size_t tlen = size - (size_t)(text - buf);
+    char err[256];
+    cJSON *full = jsonx_parse(text, tlen, err, sizeof err);
+    if (full) {
+        split_one(full, demands, n);
+        cJSON_Delete(full);
+    }
+    cJSON *shallow = jsonx_parse_shallow(text, tlen, 0, err, sizeof err);
+    if (shallow) {
+        split_one(shallow, demands, n);
+        cJSON_Delete(shallow);
+    }
+    /* A Raw item holding the text as it came (jsonx_parse_shallow of a
+     * task body leaves "data" so); it may be anything. */
+    char *copy = xstrndup(text, tlen);
+    if (strlen(copy) == tlen) {
+        cJSON *raw = cJSON_CreateRaw(copy);
+        split_one(raw, demands, n);
+        cJSON_Delete(raw);
+    }
+    free(copy);
+    return 0;
+}
