@@ -4,7 +4,12 @@
 #                   (summary on stdout, reports in out/)
 #   ./do test       install what is missing, build, run every test (ctest)
 #   ./do test-asan  the same under ASan+UBSan (build-asan/)
-#   ./do test-tsan  the threaded tests under TSan (build-tsan/)
+#   ./do test-tsan  the tests that use threads under TSan (ci/tsan.sh)
+#   ./do valgrind   end-to-end tests under valgrind memcheck (ci/valgrind.sh)
+#   ./do fuzz [N]   libFuzzer targets, N seconds each (ci/fuzz.sh; default CI size)
+#   ./do soak [N]   chaos soak over N rounds (ci/soak.sh; default CI size)
+#   ./do static     cppcheck and clang-tidy (ci/static-analysis.sh)
+#   ./do bench      every benchmark (bench/run_all.sh; docs/benchmarks.md)
 #   ./do test-planted  the scenario library against each bug planted in the
 #                   aggregator (build-planted/, -DPLANT_BUGS=ON)
 #   ./do build      install and build only
@@ -14,7 +19,7 @@ ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
 PKGS=(gcc make cmake pkg-config curl libmicrohttpd-dev libcurl4-openssl-dev libcjson-dev libcmocka-dev
-      chromium valgrind clang libclang-rt-14-dev)
+      chromium valgrind clang libclang-rt-14-dev clang-tidy cppcheck)
 
 install_deps() {
     local missing=()
@@ -77,8 +82,27 @@ test-asan)
     ;;
 test-tsan)
     install_deps
-    build build-tsan -DWERROR=ON -DSANITIZE=thread
-    TSAN_OPTIONS=halt_on_error=1 run_tests build-tsan -L unit
+    ci/tsan.sh
+    ;;
+valgrind)
+    install_deps
+    ci/valgrind.sh "${@:2}"
+    ;;
+fuzz)
+    install_deps
+    if [ -n "${2:-}" ]; then ci/fuzz.sh --seconds-per-target "$2"; else ci/fuzz.sh; fi
+    ;;
+soak)
+    install_deps
+    if [ -n "${2:-}" ]; then ci/soak.sh --rounds "$2"; else ci/soak.sh; fi
+    ;;
+static)
+    install_deps
+    ci/static-analysis.sh
+    ;;
+bench)
+    install_deps
+    bench/run_all.sh
     ;;
 test-planted)
     install_deps
@@ -86,7 +110,7 @@ test-planted)
     run_tests build-planted -L planted
     ;;
 *)
-    sed -n '2,11p' "$0"
+    sed -n '2,17p' "$0"
     exit 2
     ;;
 esac
