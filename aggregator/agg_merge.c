@@ -53,18 +53,7 @@ static const char *with_article(const cJSON *item, bool missing)
         return "no value";
     if (!item)
         return "null"; /* a NULL value counts as JSON null */
-    const char *t = jsonx_type_name(item);
-    if (strcmp(t, "object") == 0)
-        return "an object";
-    if (strcmp(t, "list") == 0)
-        return "a list";
-    if (strcmp(t, "number") == 0)
-        return "a number";
-    if (strcmp(t, "string") == 0)
-        return "a string";
-    if (strcmp(t, "bool") == 0)
-        return "a bool";
-    return t; /* null, invalid */
+    return jsonx_type_phrase(item);
 }
 
 static void put_name(const merger *m, size_t i, xbuf *b)

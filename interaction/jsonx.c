@@ -839,3 +839,14 @@ cJSON *jsonx_dup(const cJSON *item)
         return NULL;
     return need(cJSON_Duplicate(item, true));
 }
+
+const char *jsonx_type_phrase(const cJSON *item)
+{
+    static const char *const names[][2] = {{"object", "an object"}, {"list", "a list"}, {"number", "a number"},
+                                           {"string", "a string"}, {"bool", "a bool"}};
+    const char *t = jsonx_type_name(item);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(t, names[i][0]) == 0)
+            return names[i][1];
+    return t; /* null, missing */
+}

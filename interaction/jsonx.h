@@ -80,6 +80,9 @@ char *jsonx_print(const cJSON *item);
  * "number", "string", "list", "object" (a Raw item of jsonx_parse_shallow is
  * named by its text); "missing" for a NULL item. */
 const char *jsonx_type_name(const cJSON *item);
+/* The same with an article, for messages: "an object", "a list", "a
+ * number", "a string", "a bool", "null", "missing". */
+const char *jsonx_type_phrase(const cJSON *item);
 
 /* Deep copy; never NULL for a non-NULL item (aborts on out of memory);
  * NULL for NULL. */

@@ -39,23 +39,6 @@ static const char *where(const char *path)
     return *path ? path : "the top level";
 }
 
-/* "a list", "an object", ... for messages. */
-static const char *type_of(const cJSON *v)
-{
-    const char *t = jsonx_type_name(v);
-    if (strcmp(t, "object") == 0)
-        return "an object";
-    if (strcmp(t, "list") == 0)
-        return "a list";
-    if (strcmp(t, "number") == 0)
-        return "a number";
-    if (strcmp(t, "string") == 0)
-        return "a string";
-    if (strcmp(t, "bool") == 0)
-        return "a bool";
-    return t; /* null, missing */
-}
-
 static cJSON *merge_at(const ctx *c, const cJSON *const *v, size_t n, const char *path);
 
 static cJSON *all_values(const cJSON *const *v, size_t n)
@@ -73,7 +56,7 @@ static cJSON *concat(const ctx *c, const cJSON *const *v, size_t n, const char *
             char a[128], b[128];
             learner_name(c, i, a, sizeof a);
             learner_name(c, 0, b, sizeof b);
-            snprintf(c->err, c->errlen, "at %s: %s has %s where %s has a list", where(path), a, type_of(v[i]), b);
+            snprintf(c->err, c->errlen, "at %s: %s has %s where %s has a list", where(path), a, jsonx_type_phrase(v[i]), b);
             return NULL;
         }
     cJSON *list = cJSON_CreateArray();
@@ -91,7 +74,7 @@ static cJSON *merge_object(const ctx *c, const cJSON *const *v, size_t n, const 
             learner_name(c, i, a, sizeof a);
             learner_name(c, 0, b, sizeof b);
             snprintf(c->err, c->errlen, "at %s: %s has %s where %s has an object", where(path), a,
-                     type_of(v[i]), b);
+                     jsonx_type_phrase(v[i]), b);
             return NULL;
         }
     cJSON *out = cJSON_CreateObject();

@@ -48,23 +48,6 @@ void mcs_free(mcs_script *s)
 
 /* ---- validation ---- */
 
-/* "a list", "an object", ... for messages. */
-static const char *a_type(const cJSON *v)
-{
-    const char *t = jsonx_type_name(v);
-    if (strcmp(t, "object") == 0)
-        return "an object";
-    if (strcmp(t, "list") == 0)
-        return "a list";
-    if (strcmp(t, "number") == 0)
-        return "a number";
-    if (strcmp(t, "string") == 0)
-        return "a string";
-    if (strcmp(t, "bool") == 0)
-        return "a bool";
-    return t;
-}
-
 typedef struct {
     const char *file;
     char *err;
@@ -115,7 +98,7 @@ static int get_bool(const vctx *v, const char *where, const cJSON *obj, const ch
     if (!cJSON_IsBool(b)) {
         char w[160];
         snprintf(w, sizeof w, "%s%s%s", where, *where ? "." : "", key);
-        return fail(v, w, "must be true or false, not %s", a_type(b));
+        return fail(v, w, "must be true or false, not %s", jsonx_type_phrase(b));
     }
     *out = cJSON_IsTrue(b);
     return 0;
@@ -142,7 +125,7 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
 {
     static const char *const keys[] = {"status", "message_contains", "fields", "latency_ms_max", NULL};
     if (!cJSON_IsObject(e))
-        return fail(v, where, "must be an object, not %s", a_type(e));
+        return fail(v, where, "must be an object, not %s", jsonx_type_phrase(e));
     if (check_keys(v, where, e, keys) < 0)
         return -1;
     char w[256];
@@ -160,13 +143,13 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
             return fail(v, w, "must be one of \"completed\", \"failed\", \"start_failed\", not \"%.60s\"", s);
         else
             return fail(v, w, "must be a string (\"completed\", \"failed\" or \"start_failed\"), not %s",
-                        a_type(st));
+                        jsonx_type_phrase(st));
     }
     const cJSON *mc = jsonx_get(e, "message_contains");
     if (mc) {
         snprintf(w, sizeof w, "%s.message_contains", where);
         if (!cJSON_IsString(mc))
-            return fail(v, w, "must be a string, not %s", a_type(mc));
+            return fail(v, w, "must be a string, not %s", jsonx_type_phrase(mc));
         if (!mc->valuestring[0])
             return fail(v, w, "must not be empty");
         t->expect.message_contains = xstrdup(mc->valuestring);
@@ -175,7 +158,7 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
     if (fl) {
         snprintf(w, sizeof w, "%s.fields", where);
         if (!cJSON_IsObject(fl))
-            return fail(v, w, "must be an object of \"dotted.path\": value, not %s", a_type(fl));
+            return fail(v, w, "must be an object of \"dotted.path\": value, not %s", jsonx_type_phrase(fl));
         for (const cJSON *m = fl->child; m; m = m->next) {
             if (jsonx_get(fl, m->string) != m)
                 return fail(v, w, "path \"%.100s\" appears twice", m->string);
@@ -206,7 +189,7 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
     t->items = MCS_ITEMS_NONE;
     t->expect.status = MCS_COMPLETED;
     if (!cJSON_IsObject(j))
-        return fail(v, where, "must be an object, not %s", a_type(j));
+        return fail(v, where, "must be an object, not %s", jsonx_type_phrase(j));
     if (check_keys(v, where, j, keys) < 0)
         return -1;
     const cJSON *name = jsonx_get(j, "name");
@@ -214,7 +197,7 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
     if (!name)
         return fail(v, where, "\"name\" is missing (the task's name, like \"learner_learn_task\")");
     if (!cJSON_IsString(name))
-        return fail(v, w, "must be a string, not %s", a_type(name));
+        return fail(v, w, "must be a string, not %s", jsonx_type_phrase(name));
     if (!name->valuestring[0] || strlen(name->valuestring) > NAME_MAX_LEN)
         return fail(v, w, "must be 1 to %d characters", NAME_MAX_LEN);
     t->name = xstrdup(name->valuestring);
@@ -224,7 +207,7 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
     if (data) {
         snprintf(w, sizeof w, "%s.data", where);
         if (!cJSON_IsObject(data))
-            return fail(v, w, "must be an object of extra task data fields, not %s", a_type(data));
+            return fail(v, w, "must be an object of extra task data fields, not %s", jsonx_type_phrase(data));
         for (const cJSON *m = data->child; m; m = m->next)
             if (jsonx_get(data, m->string) != m)
                 return fail(v, w, "key \"%.100s\" appears twice", m->string);
@@ -275,7 +258,7 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
     const cJSON *c = jsonx_get(j, "comment");
     if (c && !cJSON_IsString(c)) {
         snprintf(w, sizeof w, "%s.comment", where);
-        return fail(v, w, "must be a string, not %s", a_type(c));
+        return fail(v, w, "must be a string, not %s", jsonx_type_phrase(c));
     }
     return 0;
 }
@@ -292,14 +275,14 @@ int mcs_parse(const char *text, size_t len, const char *file, mcs_script *out, c
     int rc = -1;
     mcs_script s = {0};
     if (!cJSON_IsObject(j)) {
-        fail(&v, "", "must be a JSON object {\"tasks\": [...]}, not %s", a_type(j));
+        fail(&v, "", "must be a JSON object {\"tasks\": [...]}, not %s", jsonx_type_phrase(j));
         goto out;
     }
     if (check_keys(&v, "", j, keys) < 0)
         goto out;
     const cJSON *c = jsonx_get(j, "comment");
     if (c && !cJSON_IsString(c)) {
-        fail(&v, "comment", "must be a string, not %s", a_type(c));
+        fail(&v, "comment", "must be a string, not %s", jsonx_type_phrase(c));
         goto out;
     }
     if (get_bool(&v, "", j, "stop_on_failure", &s.stop_on_failure) < 0)
@@ -310,7 +293,7 @@ int mcs_parse(const char *text, size_t len, const char *file, mcs_script *out, c
         goto out;
     }
     if (!cJSON_IsArray(tasks)) {
-        fail(&v, "tasks", "must be a list, not %s", a_type(tasks));
+        fail(&v, "tasks", "must be a list, not %s", jsonx_type_phrase(tasks));
         goto out;
     }
     size_t n = (size_t)cJSON_GetArraySize(tasks);
