@@ -109,7 +109,11 @@ test-planted)
     build build-planted -DWERROR=ON -DPLANT_BUGS=ON
     run_tests build-planted -L planted
     ;;
+help | -h | --help)
+    sed -n '2,17p' "$0"
+    ;;
 *)
+    echo "unknown command '$cmd'; the commands:" >&2
     sed -n '2,17p' "$0"
     exit 2
     ;;
