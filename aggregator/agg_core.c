@@ -31,6 +31,21 @@ static void learner_schedule_retry(learner *l)
     l->retry = ev_timer_start(a->loop, (uint64_t)a->cfg.retry_interval_ms, on_retry_timer, l);
 }
 
+/* Marks a learner that has not joined within max_retry of its window as
+ * failed (once per window). Returns true if it is failed. */
+static bool learner_window_over(learner *l, const char *last_error)
+{
+    agg *a = l->a;
+    if (l->failed)
+        return true;
+    if (l->state == L_CONNECTED || ev_now_ms() - l->window_start < (uint64_t)a->cfg.max_retry_ms)
+        return false;
+    l->failed = true;
+    LOG_ERROR(l->id, "learner did not join within max_retry of %ld ms%s%s", a->cfg.max_retry_ms,
+              last_error ? ": " : "", last_error ? last_error : "");
+    return true;
+}
+
 static void on_learner_connected(void *ud, master_conn *c, bool ok, const char *error)
 {
     learner *l = ud;
@@ -46,13 +61,11 @@ static void on_learner_connected(void *ud, master_conn *c, bool ok, const char *
         return;
     }
     l->conn = NULL;
-    uint64_t waited = ev_now_ms() - l->window_start;
-    if (!l->failed && waited >= (uint64_t)a->cfg.max_retry_ms) {
-        l->failed = true;
-        LOG_ERROR(l->id, "learner did not join within max_retry of %ld ms: %s", a->cfg.max_retry_ms, error);
-        agg_check_ready(a);
+    if (!learner_window_over(l, error)) {
+        LOG_DEBUG(l->id, "join attempt failed (%llu ms into the window): %s",
+                  (unsigned long long)(ev_now_ms() - l->window_start), error);
     } else {
-        LOG_DEBUG(l->id, "join attempt failed (%llu ms into the window): %s", (unsigned long long)waited, error);
+        agg_check_ready(a);
     }
     learner_schedule_retry(l);
 }
@@ -157,7 +170,11 @@ void agg_check_ready(agg *a)
     if (a->ready)
         return;
     bool timed_out = ev_now_ms() - a->start_ms >= (uint64_t)a->cfg.max_retry_ms;
-    if (!timed_out) {
+    if (timed_out) {
+        /* The window may end between two attempts: judge it now. */
+        for (size_t i = 0; i < a->nlearners; i++)
+            learner_window_over(a->learners[i], NULL);
+    } else {
         if (a->k8s && !a->k8s_synced)
             return;
         for (size_t i = 0; i < a->nlearners; i++)
