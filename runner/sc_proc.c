@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "xalloc.h"
+#include "wrapexec.h"
 
 /* Longer lines are cut for the callback (the log files get them whole):
  * stderr lines are log lines; a stdout line may be a large JSON summary. */
@@ -287,38 +288,6 @@ void sc_proc_free(sc_proc *p)
     free(p);
 }
 
-/* Execs argv through the wrapper command in $DILEARN_WRAPPER ("valgrind
- * --leak-check=full ...", split on white space, looked up in PATH) when it
- * is set, so that CI can run every process of a scenario under a checker
- * (ci/valgrind.sh); the same hook as tests/wrapexec.h. Child side of a fork:
- * no allocation. Returns only on failure. */
-static int exec_wrapped(const char *path, char *const argv[])
-{
-    const char *w = getenv("DILEARN_WRAPPER");
-    char buf[4096];
-    char *args[256];
-    size_t n = 0;
-    if (!w || !*w || strlen(w) >= sizeof buf)
-        return execv(path, argv);
-    memcpy(buf, w, strlen(w) + 1);
-    for (char *q = buf; *q && n < 64;) {
-        while (*q == ' ' || *q == '\t')
-            *q++ = '\0';
-        if (!*q)
-            break;
-        args[n++] = q;
-        while (*q && *q != ' ' && *q != '\t')
-            q++;
-    }
-    if (n == 0)
-        return execv(path, argv);
-    args[n++] = (char *)path;
-    for (size_t i = 1; argv[i] && n < 255; i++)
-        args[n++] = argv[i];
-    args[n] = NULL;
-    return execvp(args[0], args);
-}
-
 int sc_proc_spawn(sc_proc *p, char *const argv[], char *const env[], char *err, size_t errlen)
 {
     if (p->running || p->reaped) {
@@ -386,7 +355,7 @@ int sc_proc_spawn(sc_proc *p, char *const argv[], char *const env[], char *err, 
         if (env)
             for (size_t i = 0; env[i]; i++)
                 putenv(env[i]);
-        exec_wrapped(argv[0], argv);
+        wrap_execv(argv[0], argv); /* $DILEARN_WRAPPER: see wrapexec.h */
         char m[512];
         int n = snprintf(m, sizeof m, "run_scenarios: exec %s: %s\n", argv[0], strerror(errno));
         write_all(2, m, (size_t)n);

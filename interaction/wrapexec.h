@@ -4,8 +4,8 @@
  * (ci/valgrind.sh). The wrapper is split on white space (no quoting) and
  * looked up in PATH; without it, a plain execv. For the child side of a fork:
  * no allocation. Returns only on failure (errno set), like execv. */
-#ifndef TEST_WRAPEXEC_H
-#define TEST_WRAPEXEC_H
+#ifndef WRAPEXEC_H
+#define WRAPEXEC_H
 
 #include <stdlib.h>
 #include <string.h>
