@@ -49,7 +49,7 @@ char *xstrndup(const char *s, size_t n)
     return p;
 }
 
-static char *xvasprintf(const char *fmt, va_list ap)
+__attribute__((format(printf, 1, 0))) static char *xvasprintf(const char *fmt, va_list ap)
 {
     va_list ap2;
     va_copy(ap2, ap);
