@@ -913,6 +913,16 @@ void agg_shutdown(agg *a, long grace_ms, agg_done_cb done, void *ud)
         }
         job_free(j);
     }
+    if (a->queued_id) {
+        /* A task waiting behind an abandoned fan-out fails too. */
+        const char *qn = jsonx_get_str(a->queued_data, "name");
+        report(a, a->queued_id, qn ? qn : "other", ev_now_us(), false,
+               message_result("the aggregator is shutting down (signal); the task was not started"));
+        free(a->queued_id);
+        cJSON_Delete(a->queued_data);
+        a->queued_id = NULL;
+        a->queued_data = NULL;
+    }
     agg_k8s_stop(a);
     for (size_t i = 0; i < a->nlearners; i++) {
         learner *l = a->learners[i];
