@@ -383,17 +383,3 @@ int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, ch
     return split_wrapped(data, demands, n, "{\"name\": \"learner_learn_task\", \"data\": [", "]}", tasks,
                          task_lens, err, errlen);
 }
-
-char *agg_learn_task_json(const char *slice, size_t len, size_t *out_len)
-{
-    static const char head[] = "{\"name\": \"learner_learn_task\", \"data\": ";
-    size_t n = sizeof head - 1 + len + 1;
-    char *out = xmalloc(n + 1);
-    memcpy(out, head, sizeof head - 1);
-    memcpy(out + sizeof head - 1, slice, len);
-    out[n - 1] = '}';
-    out[n] = '\0';
-    if (out_len)
-        *out_len = n;
-    return out;
-}

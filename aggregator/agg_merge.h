@@ -46,15 +46,10 @@ int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
               size_t *slice_lens, char *err, size_t errlen);
 
 /* Like agg_split(), but each output is already the whole data of learner
- * i's learn task, agg_learn_task_json() of its slice, built in one pass
- * (no copy of a slice into a task): what the aggregator sends. */
+ * i's learn task, {"name": "learner_learn_task", "data": <slice>} (only
+ * these two fields, as protocol.md says the aggregator forwards), built in
+ * one pass with no copy of a slice into a task: what the aggregator sends. */
 int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks,
                           size_t *task_lens, char *err, size_t errlen);
-
-/* The data of a learner's learn task for one slice (len bytes of a JSON
- * array text): {"name": "learner_learn_task", "data": <slice>}, as heap text
- * (NUL-terminated; its length in *out_len unless out_len is NULL). Only
- * these two fields, as protocol.md says the aggregator forwards. */
-char *agg_learn_task_json(const char *slice, size_t len, size_t *out_len);
 
 #endif

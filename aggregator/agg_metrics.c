@@ -62,24 +62,23 @@ void agg_metrics_learner_lost(agg_metrics *m)
     m->losses++;
 }
 
+/* "# HELP" and "# TYPE" lines, then one unlabelled sample. */
+static void metric(xbuf *b, const char *name, const char *type, const char *help, unsigned long long value)
+{
+    xbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, value);
+}
+
 char *agg_metrics_render(const agg_metrics *m, const agg_gauges *g)
 {
     xbuf b = {0};
-    xbuf_puts(&b, "# HELP dilearn_learners_connected Learners connected now (the world size).\n"
-                  "# TYPE dilearn_learners_connected gauge\n");
-    xbuf_printf(&b, "dilearn_learners_connected %zu\n", g->learners_connected);
-    xbuf_puts(&b, "# HELP dilearn_learners_failed Learners that did not join within max_retry.\n"
-                  "# TYPE dilearn_learners_failed gauge\n");
-    xbuf_printf(&b, "dilearn_learners_failed %zu\n", g->learners_failed);
-    xbuf_puts(&b, "# HELP dilearn_learners_known Learners configured or listed by the operator.\n"
-                  "# TYPE dilearn_learners_known gauge\n");
-    xbuf_printf(&b, "dilearn_learners_known %zu\n", g->learners_known);
-    xbuf_puts(&b, "# HELP dilearn_learner_joins_total Successful connections to learners.\n"
-                  "# TYPE dilearn_learner_joins_total counter\n");
-    xbuf_printf(&b, "dilearn_learner_joins_total %llu\n", m->joins);
-    xbuf_puts(&b, "# HELP dilearn_learner_losses_total Connections to learners lost.\n"
-                  "# TYPE dilearn_learner_losses_total counter\n");
-    xbuf_printf(&b, "dilearn_learner_losses_total %llu\n", m->losses);
+    metric(&b, "dilearn_learners_connected", "gauge", "Learners connected now (the world size).",
+           g->learners_connected);
+    metric(&b, "dilearn_learners_failed", "gauge", "Learners that did not join within max_retry.",
+           g->learners_failed);
+    metric(&b, "dilearn_learners_known", "gauge", "Learners configured or listed by the operator.",
+           g->learners_known);
+    metric(&b, "dilearn_learner_joins_total", "counter", "Successful connections to learners.", m->joins);
+    metric(&b, "dilearn_learner_losses_total", "counter", "Connections to learners lost.", m->losses);
     xbuf_puts(&b, "# HELP dilearn_tasks_total Coordinator tasks by name and outcome.\n"
                   "# TYPE dilearn_tasks_total counter\n");
     for (size_t i = 0; i < NTASK; i++) {
@@ -97,11 +96,7 @@ char *agg_metrics_render(const agg_metrics *m, const agg_gauges *g)
         xbuf_printf(&b, "dilearn_task_duration_seconds_sum{name=\"%s\"} %.6f\n", task_names[i], m->sum[i]);
         xbuf_printf(&b, "dilearn_task_duration_seconds_count{name=\"%s\"} %llu\n", task_names[i], m->count[i]);
     }
-    xbuf_puts(&b, "# HELP dilearn_bytes_received_total HTTP body bytes received.\n"
-                  "# TYPE dilearn_bytes_received_total counter\n");
-    xbuf_printf(&b, "dilearn_bytes_received_total %llu\n", g->bytes_received);
-    xbuf_puts(&b, "# HELP dilearn_bytes_sent_total HTTP body bytes sent.\n"
-                  "# TYPE dilearn_bytes_sent_total counter\n");
-    xbuf_printf(&b, "dilearn_bytes_sent_total %llu\n", g->bytes_sent);
+    metric(&b, "dilearn_bytes_received_total", "counter", "HTTP body bytes received.", g->bytes_received);
+    metric(&b, "dilearn_bytes_sent_total", "counter", "HTTP body bytes sent.", g->bytes_sent);
     return xbuf_take(&b);
 }

@@ -3,7 +3,8 @@
  * 100000), then the data's JSON text. The data is given three ways (a full
  * tree, a shallow tree with raw items, the raw text of the array); when a
  * split succeeds every slice must be a JSON array with exactly its demand's
- * items, and agg_learn_task_json must wrap it into valid JSON. */
+ * items, and agg_split_learn_tasks must give the same slices wrapped into
+ * valid learn task data. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,17 +26,33 @@ static void check_slices(char **slices, size_t *lens, const size_t *demands, siz
                     slices[i]);
             abort();
         }
-        size_t tl;
-        char *task = agg_learn_task_json(slices[i], lens[i], &tl);
-        cJSON *t = jsonx_parse(task, tl, err, sizeof err);
+        free(slices[i]);
+    }
+}
+
+/* The learn tasks are the slices, wrapped: {"name": ..., "data": <slice>}. */
+static void check_tasks(const cJSON *d, char **slices, const size_t *lens, const size_t *demands, size_t n)
+{
+    static const char head[] = "{\"name\": \"learner_learn_task\", \"data\": ";
+    char **tasks = xcalloc(n + 1, sizeof *tasks);
+    size_t *tlens = xcalloc(n + 1, sizeof *tlens);
+    char err[512];
+    if (agg_split_learn_tasks(d, demands, n, tasks, tlens, err, sizeof err) != 0)
+        abort();
+    for (size_t i = 0; i < n; i++) {
+        if (tlens[i] != sizeof head - 1 + lens[i] + 1 || memcmp(tasks[i], head, sizeof head - 1) != 0 ||
+            memcmp(tasks[i] + sizeof head - 1, slices[i], lens[i]) != 0 || tasks[i][tlens[i] - 1] != '}')
+            abort();
+        cJSON *t = jsonx_parse(tasks[i], tlens[i], err, sizeof err);
         if (!t) {
             fprintf(stderr, "learn task json does not parse: %s\n", err);
             abort();
         }
         cJSON_Delete(t);
-        free(task);
-        free(slices[i]);
+        free(tasks[i]);
     }
+    free(tasks);
+    free(tlens);
 }
 
 static void split_one(const cJSON *d, const size_t *demands, size_t n)
@@ -44,6 +61,7 @@ static void split_one(const cJSON *d, const size_t *demands, size_t n)
     size_t *lens = xcalloc(n + 1, sizeof *lens);
     char err[512];
     if (agg_split(d, demands, n, slices, lens, err, sizeof err) == 0) {
+        check_tasks(d, slices, lens, demands, n);
         check_slices(slices, lens, demands, n);
     } else {
         for (size_t i = 0; i < n; i++)

@@ -540,22 +540,31 @@ static void test_split_many_items(void **state)
 
 /* ---- learn task ---- */
 
-static void test_learn_task_json_wraps_the_slice(void **state)
+static void test_learn_tasks_wrap_each_slice(void **state)
 {
     (void)state;
-    size_t len = 0;
-    const char *slice = "[1,{\"a\":9007199254740993}]";
-    char *t = agg_learn_task_json(slice, strlen(slice), &len);
-    assert_string_equal(t,
-                        "{\"name\": \"learner_learn_task\", \"data\": [1,{\"a\":9007199254740993}]}");
-    assert_int_equal(len, strlen(t));
-    cJSON *j = parse_ok(t);
+    char err[256];
+    const char *text = "[1,{\"a\":9007199254740993},\"x\"]";
+    cJSON *data = jsonx_parse_shallow(text, strlen(text), 0, err, sizeof err);
+    assert_non_null(data);
+    size_t d[2] = {2, 1};
+    char *tasks[2];
+    size_t lens[2];
+    assert_int_equal(agg_split_learn_tasks(data, d, 2, tasks, lens, err, sizeof err), 0);
+    assert_string_equal(tasks[0], "{\"name\": \"learner_learn_task\", \"data\": [1,{\"a\":9007199254740993}]}");
+    assert_string_equal(tasks[1], "{\"name\": \"learner_learn_task\", \"data\": [\"x\"]}");
+    assert_int_equal(lens[0], strlen(tasks[0]));
+    cJSON *j = parse_ok(tasks[1]);
     assert_string_equal(jsonx_get_str(j, "name"), "learner_learn_task");
     cJSON_Delete(j);
-    free(t);
-    t = agg_learn_task_json("[]xyz", 2, NULL); /* only len bytes */
-    assert_string_equal(t, "{\"name\": \"learner_learn_task\", \"data\": []}");
-    free(t);
+    free(tasks[0]);
+    free(tasks[1]);
+    /* the same length check as agg_split */
+    size_t bad[2] = {2, 2};
+    assert_int_equal(agg_split_learn_tasks(data, bad, 2, tasks, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "learn data has 3 items but the learners asked for 4 (2+2)"));
+    assert_null(tasks[0]);
+    cJSON_Delete(data);
 }
 
 int main(void)
@@ -595,7 +604,7 @@ int main(void)
         cmocka_unit_test(test_split_refuses_non_lists),
         cmocka_unit_test(test_split_refuses_invalid_raw_text),
         cmocka_unit_test(test_split_many_items),
-        cmocka_unit_test(test_learn_task_json_wraps_the_slice),
+        cmocka_unit_test(test_learn_tasks_wrap_each_slice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -161,33 +161,13 @@ static master_conn *connect_slave(fx *f)
     return c;
 }
 
-typedef struct {
-    int done;
-    proto_task_state state;
-    char *result;
-    char *error;
-} task_out;
 
-static void on_task_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error)
-{
-    task_out *o = ud;
-    (void)t;
-    o->done++;
-    o->state = st;
-    o->result = *result ? jsonx_print(*result) : NULL;
-    o->error = error ? xstrdup(error) : NULL;
-}
 
-static void task_out_free(task_out *o)
-{
-    free(o->result);
-    free(o->error);
-}
 
-static master_task *send_task(fx *f, master_conn *c, const char *data, task_out *o, long deadline)
+static master_task *send_task(fx *f, master_conn *c, const char *data, tu_task_out *o, long deadline)
 {
     char err[256];
-    master_task *t = master_task_send(c, xstrdup(data), strlen(data), deadline, on_task_done, o, err, sizeof err);
+    master_task *t = master_task_send(c, xstrdup(data), strlen(data), deadline, tu_task_done, o, err, sizeof err);
     assert_non_null(t);
     return t;
 }
@@ -224,21 +204,21 @@ static void task_completes_with_the_slave_result(void **state)
     f->complete_now = 1;
     master_conn *c = connect_slave(f);
     assert_true(slave_connected(f->s));
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"x\", \"n\": 1000000, \"big\": 9007199254740993}", &o, 0);
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_COMPLETED);
     assert_null(o.error);
     assert_string_equal(o.result, "{\"echo\":{\"name\":\"x\",\"n\":1000000,\"big\":9007199254740993}}");
     assert_int_equal(f->tasks_seen, 1);
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void task_completed_later_from_the_loop(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"later\"}", &o, 0);
     tu_run_for(f->loop, 100);
     assert_int_equal(o.done, 0);
@@ -248,14 +228,14 @@ static void task_completed_later_from_the_loop(void **state)
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_COMPLETED);
     assert_string_equal(o.result, "{}"); /* empty results are sent as {} */
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void task_failed_by_the_slave(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"bad\"}", &o, 0);
     tu_run_for(f->loop, 50);
     cJSON *res = cJSON_CreateObject();
@@ -265,14 +245,14 @@ static void task_failed_by_the_slave(void **state)
     assert_int_equal(o.state, TASK_FAILED);
     assert_null(o.error);
     assert_string_equal(o.result, "{\"message\":\"task name error\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void task_fails_when_its_deadline_passes(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"hang\"}", &o, 150);
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_FAILED);
@@ -283,14 +263,14 @@ static void task_fails_when_its_deadline_passes(void **state)
     assert_int_equal(slave_task_complete(f->s, tid, NULL), 0);
     tu_run_for(f->loop, 100);
     assert_int_equal(o.done, 1);
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void lost_connection_fails_pending_task_at_once(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"hang\"}", &o, 60000);
     tu_run_for(f->loop, 50);
     slave_pause_heartbeats(f->s, true); /* a silent partition */
@@ -300,14 +280,14 @@ static void lost_connection_fails_pending_task_at_once(void **state)
     assert_non_null(strstr(o.error, "no heartbeat"));
     assert_int_equal(f->lost, 1);
     assert_null(master_find(f->m, "learner0"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void dead_slave_makes_task_fail_within_tolerance(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"hang\"}", &o, 60000);
     tu_run_for(f->loop, 50);
     slave_free(f->s); /* the learner process dies */
@@ -315,7 +295,7 @@ static void dead_slave_makes_task_fail_within_tolerance(void **state)
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "learner0"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void task_to_a_restarted_slave_loses_the_connection_at_once(void **state)
@@ -330,7 +310,7 @@ static void task_to_a_restarted_slave_loses_the_connection_at_once(void **state)
     sc.http.port = port;
     f->s = slave_new(f->loop, &sc, NULL, f, err, sizeof err);
     assert_non_null(f->s);
-    task_out o = {0};
+    tu_task_out o = {0};
     send_task(f, c, "{\"name\": \"x\"}", &o, 60000); /* ...and refuses our token: 403 code 302 */
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_FAILED);
@@ -338,7 +318,7 @@ static void task_to_a_restarted_slave_loses_the_connection_at_once(void **state)
     assert_int_equal(f->lost, 1); /* at once, not after the heartbeat tolerance */
     assert_null(master_find(f->m, "learner0"));
     connect_slave(f); /* and it can be taken back */
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void heartbeat_racing_a_disconnect_is_not_refused(void **state)
@@ -357,7 +337,7 @@ static void second_task_while_one_runs_is_refused_601(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out a = {0}, b = {0};
+    tu_task_out a = {0}, b = {0};
     send_task(f, c, "{\"name\": \"one\"}", &a, 0);
     tu_run_for(f->loop, 50);
     send_task(f, c, "{\"name\": \"two\"}", &b, 0);
@@ -366,35 +346,35 @@ static void second_task_while_one_runs_is_refused_601(void **state)
     assert_non_null(strstr(b.error, "code 601"));
     assert_non_null(strstr(b.error, "Already has a task."));
     assert_int_equal(a.done, 0);
-    task_out_free(&a);
-    task_out_free(&b);
+    tu_task_out_free(&a);
+    tu_task_out_free(&b);
 }
 
 static void refused_task_ends_start_failed_602(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     f->refuse_next = 2;
     send_task(f, c, "{\"name\": \"no\"}", &o, 0);
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "HTTP 403, code 602"));
     assert_null(slave_current_task(f->s));
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void error_status_on_task_new_ends_start_failed(void **state)
 {
     fx *f = *state;
     master_conn *c = connect_slave(f);
-    task_out o = {0};
+    tu_task_out o = {0};
     f->status_next = 500;
     send_task(f, c, "{\"name\": \"boom\"}", &o, 0);
     assert_true(tu_run_until(f->loop, &o.done, 5000));
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "learner0: /task/new answered HTTP 500"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void refused_connection_reports_503(void **state)
@@ -680,7 +660,7 @@ static void master_result_reports(void **state)
     expect(f, "PUT", url(f->master_url, "/slave/task/complete"), tok, 0, "{\"task\": {\"id\": \"xyz\"}, \"result\": {}}",
            200, 601, "Task not found.");
     /* a real task: the fake slave accepts it (any 200 envelope) */
-    task_out o = {0};
+    tu_task_out o = {0};
     master_task *t = send_task(f, c, "{\"name\": \"x\"}", &o, 0);
     char *body = xasprintf("{\"task\": {\"id\": \"%s\"}, \"result\": {\"v\": 1}}", master_task_id(t));
     expect(f, "PUT", url(f->master_url, "/slave/task/complete"), tok, 0, body, 200, 0, "Result received!");
@@ -690,16 +670,16 @@ static void master_result_reports(void **state)
     /* a duplicate: answered, ignored, and the master goes on */
     expect(f, "PUT", url(f->master_url, "/slave/task/complete"), tok, 0, body, 200, 601, "Task not found.");
     free(body);
-    task_out_free(&o);
+    tu_task_out_free(&o);
     /* a malformed report fails the pending task at once */
-    task_out o2 = {0};
+    tu_task_out o2 = {0};
     send_task(f, c, "{\"name\": \"y\"}", &o2, 0);
     tu_run_for(f->loop, 50);
     expect(f, "PUT", url(f->master_url, "/slave/task/fail"), tok, 0, "{\"task\": {\"id\"", 400, 400, NULL);
     assert_int_equal(o2.done, 1);
     assert_int_equal(o2.state, TASK_FAILED);
     assert_non_null(strstr(o2.error, "fake: sent a malformed report"));
-    task_out_free(&o2);
+    tu_task_out_free(&o2);
     master_disconnect(c, "done");
     hs_stop(srv);
 }

@@ -327,42 +327,21 @@ static master_conn *connect_learner(fx *f, int k)
     return c;
 }
 
-typedef struct {
-    int done;
-    proto_task_state state;
-    char *result;
-    char *error;
-} task_out;
 
-static void on_task_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error)
-{
-    task_out *o = ud;
-    (void)t;
-    o->done++;
-    o->state = st;
-    o->result = *result ? jsonx_print(*result) : NULL;
-    o->error = error ? xstrdup(error) : NULL;
-}
 
-static void task_out_free(task_out *o)
-{
-    free(o->result);
-    free(o->error);
-    memset(o, 0, sizeof *o);
-}
 
-static void send_task(master_conn *c, const char *data, long deadline_ms, task_out *o)
+static void send_task(master_conn *c, const char *data, long deadline_ms, tu_task_out *o)
 {
     char err[256];
     memset(o, 0, sizeof *o);
-    master_task *t = master_task_send(c, xstrdup(data), strlen(data), deadline_ms, on_task_done, o, err, sizeof err);
+    master_task *t = master_task_send(c, xstrdup(data), strlen(data), deadline_ms, tu_task_done, o, err, sizeof err);
     if (!t)
         print_error("task not sent: %s\n", err);
     assert_non_null(t);
 }
 
 /* Sends a task and waits for its end (deadline_ms 0: the master's 5 s). */
-static void run_task(fx *f, master_conn *c, const char *data, long deadline_ms, task_out *o)
+static void run_task(fx *f, master_conn *c, const char *data, long deadline_ms, tu_task_out *o)
 {
     send_task(c, data, deadline_ms, o);
     assert_true(tu_run_until(f->loop, &o->done, TASK_CAP_MS));
@@ -370,13 +349,13 @@ static void run_task(fx *f, master_conn *c, const char *data, long deadline_ms, 
 
 static void expect_completed(fx *f, master_conn *c, const char *data, const char *result)
 {
-    task_out o;
+    tu_task_out o;
     run_task(f, c, data, 0, &o);
     bool ok = o.state == TASK_COMPLETED && (!result || (o.result && strcmp(o.result, result) == 0));
     if (!ok)
         print_error("task %s: state %s, result %s, error %s\n", data, proto_task_state_name(o.state),
                     o.result ? o.result : "-", o.error ? o.error : "-");
-    task_out_free(&o); /* before asserting: a failure does not leak */
+    tu_task_out_free(&o); /* before asserting: a failure does not leak */
     assert_true(ok);
 }
 
@@ -486,12 +465,12 @@ static void every_task_name_is_answered_like_the_reference_learner(void **state)
                      "\"cur_lr\":0.001,\"total_loss\":0.505,\"learner_id\":\"learner1\"},\"task_id\":\"t0\","
                      "\"buffer_id\":\"b0\"}");
     expect_completed(f, c, "{\"name\": \"learner_close_task\"}", "{\"task_id\":\"t0\",\"buffer_id\":\"b0\"}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"fake_task\", \"task_info\": {}}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_null(o.error); /* the learner's own report */
     assert_string_equal(o.result, "{\"message\":\"task name error\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     cJSON *s = learner_state(f, 1);
     char *tasks = jsonx_print(jsonx_get(s, "tasks"));
     assert_string_equal(tasks, "{\"resource\":1,\"learner_start_task\":1,\"learner_get_data_task\":2,"
@@ -518,19 +497,19 @@ static void learn_slice_of_wrong_length_or_type_fails_clearly(void **state)
     master_conn *c = connect_learner(f, 2);
     expect_completed(f, c, "{\"name\": \"learner_get_data_task\"}",
                      "{\"batch_size\":5,\"cur_learner_iter\":0,\"task_id\":null,\"buffer_id\":null}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": [1, 2, 3, 4]}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_string_equal(o.result, "{\"message\":\"learner2: learn data has 4 items, expected batch size 5\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": \"12345\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_string_equal(o.result, "{\"message\":\"learner2: learn data must be a list of 5 items, got a string\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     run_task(f, c, "{\"name\": \"learner_learn_task\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.result, "learner2: learn task has no \\\"data\\\""));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     /* failed learns do not advance the step */
     assert_int_equal(state_int(f, 2, "learner_iter"), 0);
     master_conn *c1 = connect_learner(f, 1);
@@ -565,10 +544,10 @@ static void dump_records_every_item_and_result_exactly(void **state)
                      "{\"name\": \"learner_learn_task\", \"data\": [1e3 , {\"a\":  [1,2.50]},\n"
                      "\"s\\u00e9\\n\", {\"b\":\n 9007199254740993}]}",
                      NULL);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": [true]}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
-    task_out_free(&o);
+    tu_task_out_free(&o);
     stop_clean(f);
     char *got = read_file(f->dump_path);
     const char *want =
@@ -612,19 +591,19 @@ static void error_status_fault_ends_the_task_start_failed_with_that_status(void 
     fx *f = *state;
     start(f, 1, "--fault", "{\"kind\": \"error_status\", \"task\": \"resource\"}", NULL);
     master_conn *c = connect_learner(f, 0);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"resource\"}", 0, &o);
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "learner0: /task/new answered HTTP 500"));
     assert_non_null(strstr(o.error, "learner0: injected error status 500"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     /* other names are not affected, and the slot is free */
     expect_completed(f, c, "{\"name\": \"learner_close_task\"}", NULL);
     ctl_ok(f, "POST", "/fault", "{\"kind\": \"error_status\", \"status\": 503}");
     run_task(f, c, "{\"name\": \"learner_close_task\"}", 0, &o);
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "HTTP 503"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     stop_clean(f);
 }
 
@@ -633,17 +612,17 @@ static void hang_fault_accepts_then_never_reports_so_the_deadline_fails_it(void 
     fx *f = *state;
     start(f, 1, "--fault", "{\"kind\": \"hang\", \"task\": \"resource\"}", NULL);
     master_conn *c = connect_learner(f, 0);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"resource\"}", 300, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "learner0: no result within the task deadline of 300 ms"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     assert_true(state_bool(f, 0, "hung"));
     /* still busy with the hung task: a new one is refused with 601 */
     run_task(f, c, "{\"name\": \"learner_close_task\"}", 0, &o);
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "code 601"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     stop_clean(f);
 }
 
@@ -656,12 +635,12 @@ static void no_heartbeat_fault_makes_the_master_lose_the_connection(void **state
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
     tu_run_for(f->loop, 800); /* longer than the tolerance: heartbeats keep it */
     assert_int_equal(f->lost, 0);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": []}", 30000, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "no heartbeat"));
     assert_int_equal(f->lost, 1);
-    task_out_free(&o);
+    tu_task_out_free(&o);
     assert_true(state_bool(f, 0, "heartbeats_paused"));
     /* DELETE /fault lifts the pause; the learner is then taken back */
     ctl_ok(f, "DELETE", "/fault", NULL);
@@ -680,11 +659,11 @@ static void crash_before_fault_exits_3_and_the_task_cannot_start(void **state)
     master_conn *c0 = connect_learner(f, 0);
     master_conn *c1 = connect_learner(f, 1);
     expect_completed(f, c0, "{\"name\": \"resource\"}", NULL);
-    task_out o;
+    tu_task_out o;
     run_task(f, c1, "{\"name\": \"resource\"}", 0, &o);
     assert_int_equal(o.state, TASK_START_FAILED);
     assert_non_null(strstr(o.error, "learner1: /task/new failed"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     assert_int_equal(wait_exit(f, EXIT_CAP_MS), 3);
 }
 
@@ -694,14 +673,14 @@ static void crash_during_fault_exits_3_after_accepting_so_the_task_fails(void **
     start(f, 1, "--learn-time-ms", "200", "--fault",
           "{\"kind\": \"crash\", \"when\": \"during\", \"task\": \"learner_learn_task\"}", NULL);
     master_conn *c = connect_learner(f, 0);
-    task_out o;
+    tu_task_out o;
     send_task(c, "{\"name\": \"learner_learn_task\", \"data\": [1, 2, 3, 4, 5, 6, 7, 8]}", 0, &o);
     assert_int_equal(wait_exit(f, EXIT_CAP_MS), 3);
     assert_true(tu_run_until(f->loop, &o.done, TASK_CAP_MS));
     assert_int_equal(o.state, TASK_FAILED); /* accepted first: not START_FAILED */
     assert_non_null(strstr(o.error, "learner0"));
     assert_non_null(strstr(o.error, "no heartbeat"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
 }
 
 static void malformed_report_fails_the_task_with_the_master_message(void **state)
@@ -710,11 +689,11 @@ static void malformed_report_fails_the_task_with_the_master_message(void **state
     start(f, 1, "--fault", "{\"kind\": \"malformed\", \"at\": 2}", NULL);
     master_conn *c = connect_learner(f, 0);
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"resource\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "learner0: sent a malformed report to /slave/task/complete"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
     assert_int_equal(f->lost, 0);
     stop_clean(f);
@@ -725,12 +704,12 @@ static void truncated_report_fails_the_task_when_the_body_is_cut_off(void **stat
     fx *f = *state;
     start(f, 1, "--fault", "{\"kind\": \"truncated\", \"task\": \"resource\"}", NULL);
     master_conn *c = connect_learner(f, 0);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"resource\"}", 1500, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(o.error);
     assert_non_null(strstr(o.error, "learner0: report to /slave/task/complete was cut off"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     /* the learner goes on */
     expect_completed(f, c, "{\"name\": \"learner_close_task\"}", NULL);
     stop_clean(f);
@@ -759,11 +738,11 @@ static void drop_loses_the_connection_then_the_learner_takes_a_new_one(void **st
     assert_int_equal(f->lost, 1); /* learner1 was never affected */
     /* drop on a task: accepted, then gone; back later */
     ctl_ok(f, "POST", "/fault", "{\"kind\": \"drop\", \"task\": \"learner_close_task\", \"back_after_ms\": 300}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_close_task\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "no heartbeat"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     assert_true(wait_state(f, 0, "listening", true, 5000));
     connect_learner(f, 0);
     stop_clean(f);
@@ -814,12 +793,12 @@ static void fail_fault_fires_only_at_the_kth_task_of_its_learner(void **state)
     expect_completed(f, c0, "{\"name\": \"learner_close_task\"}", NULL); /* other names do not count */
     expect_completed(f, c1, "{\"name\": \"resource\"}", NULL);
     expect_completed(f, c1, "{\"name\": \"resource\"}", NULL); /* other learners are not affected */
-    task_out o;
+    tu_task_out o;
     run_task(f, c0, "{\"name\": \"resource\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_null(o.error);
     assert_string_equal(o.result, "{\"message\":\"injected failure\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     expect_completed(f, c0, "{\"name\": \"resource\"}", "{\"gpu\":1}");
     tu_reply r = ctl(f, "GET", "/fault", NULL);
     assert_non_null(strstr(r.body, "\"fired\":1"));
@@ -833,10 +812,10 @@ static void prob_pattern(fx *f, const char *seed, char *out, int n)
     start(f, 1, "--seed", seed, "--fault", "{\"kind\": \"fail\", \"task\": \"resource\", \"prob\": 0.5}", NULL);
     master_conn *c = connect_learner(f, 0);
     for (int i = 0; i < n; i++) {
-        task_out o;
+        tu_task_out o;
         run_task(f, c, "{\"name\": \"resource\"}", 0, &o);
         out[i] = o.state == TASK_COMPLETED ? 'C' : o.state == TASK_FAILED ? 'F' : '?';
-        task_out_free(&o);
+        tu_task_out_free(&o);
     }
     out[n] = '\0';
     master_disconnect(c, "next run");
@@ -865,11 +844,11 @@ static void die_fault_removes_one_learner_and_the_others_go_on(void **state)
     master_conn *c0 = connect_learner(f, 0);
     master_conn *c1 = connect_learner(f, 1);
     ctl_ok(f, "POST", "/fault", "{\"learner\": 0, \"kind\": \"die\", \"task\": \"resource\"}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c0, "{\"name\": \"resource\"}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_non_null(strstr(o.error, "learner0"));
-    task_out_free(&o);
+    tu_task_out_free(&o);
     expect_completed(f, c1, "{\"name\": \"resource\"}", NULL);
     cJSON *s = learner_state(f, 0);
     assert_string_equal(jsonx_get_str(s, "state"), "dead");
@@ -905,14 +884,14 @@ static void bad_result_fault_gives_shapes_that_cannot_be_merged(void **state)
     expect_completed(f, c, "{\"name\": \"resource\"}", "[\"injected bad result\"]");
     expect_completed(f, c, "{\"name\": \"learner_get_data_task\"}",
                      "{\"batch_size\":\"1\",\"cur_learner_iter\":0,\"task_id\":null,\"buffer_id\":null}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": [{}]}", 0, &o);
     assert_int_equal(o.state, TASK_COMPLETED);
     const char *want = "{\"info\":[{\"learner_step\":0,";
     if (strncmp(o.result, want, strlen(want)) != 0)
         print_error("learn result: %s\n", o.result);
     assert_true(strncmp(o.result, want, strlen(want)) == 0);
-    task_out_free(&o);
+    tu_task_out_free(&o);
     stop_clean(f);
 }
 
@@ -923,11 +902,11 @@ static void wrong_batch_fault_reports_one_more_so_the_learn_check_fails(void **s
     master_conn *c = connect_learner(f, 0);
     expect_completed(f, c, "{\"name\": \"learner_get_data_task\"}",
                      "{\"batch_size\":9,\"cur_learner_iter\":0,\"task_id\":null,\"buffer_id\":null}");
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": [1, 2, 3, 4, 5, 6, 7, 8, 9]}", 0, &o);
     assert_int_equal(o.state, TASK_FAILED);
     assert_string_equal(o.result, "{\"message\":\"learner0: learn data has 9 items, expected batch size 8\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     expect_completed(f, c, "{\"name\": \"learner_get_data_task\"}",
                      "{\"batch_size\":8,\"cur_learner_iter\":0,\"task_id\":null,\"buffer_id\":null}");
     stop_clean(f);
@@ -1163,10 +1142,10 @@ static void base_port_puts_learner_k_on_port_p_plus_k(void **state)
     assert_int_equal(f->p.ports[1], p + 1);
     assert_non_null(strstr(f->p.ready, "{\"id\": \"lrn1\", \"port\": "));
     master_conn *c = connect_learner(f, 1);
-    task_out o;
+    tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": []}", 0, &o);
     assert_string_equal(o.result, "{\"message\":\"lrn1: learn data has 0 items, expected batch size 8\"}");
-    task_out_free(&o);
+    tu_task_out_free(&o);
     ctl_ok(f, "POST", "/learner/lrn1/no_heartbeat", NULL);
     assert_true(state_bool(f, 1, "heartbeats_paused"));
     stop_clean(f);

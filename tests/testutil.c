@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonx.h"
+#include "master.h"
 #include "proto.h"
 #include "xalloc.h"
 
@@ -98,4 +100,21 @@ void tu_reply_free(tu_reply *r)
     free(r->error);
     free(r->message);
     memset(r, 0, sizeof *r);
+}
+
+void tu_task_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error)
+{
+    tu_task_out *o = ud;
+    (void)t;
+    o->done++;
+    o->state = st;
+    o->result = *result ? jsonx_print(*result) : NULL;
+    o->error = error ? xstrdup(error) : NULL;
+}
+
+void tu_task_out_free(tu_task_out *o)
+{
+    free(o->result);
+    free(o->error);
+    memset(o, 0, sizeof *o);
 }

@@ -10,6 +10,9 @@
 
 #include "ev.h"
 #include "hc.h"
+#include "proto.h"
+
+typedef struct master_task master_task; /* master.h */
 
 /* Runs the loop until *flag becomes nonzero or cap_ms passes. Returns true if
  * the flag was set. */
@@ -34,5 +37,16 @@ typedef struct {
 tu_reply tu_http(ev_loop *loop, hc_client *c, const char *method, const char *url, const char *token, int channel,
                  const char *body);
 void tu_reply_free(tu_reply *r);
+
+/* The outcome of a master task, recorded by tu_task_done (pass the
+ * tu_task_out as the callback's ud): result printed, error copied. */
+typedef struct {
+    int done;
+    proto_task_state state;
+    char *result;
+    char *error;
+} tu_task_out;
+void tu_task_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error);
+void tu_task_out_free(tu_task_out *o);
 
 #endif
