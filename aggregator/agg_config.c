@@ -345,7 +345,7 @@ static long scaled(long given, long dflt, double scale)
 
 static char *normalise_url(const char *v)
 {
-    if (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0) {
+    if (strncmp(v, "http://", 7) == 0) {
         size_t n = strlen(v);
         while (n && v[n - 1] == '/')
             n--;
@@ -396,8 +396,8 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
                 cfg->metrics_port = (int)v;
             break;
         case O_ADVERTISE:
-            if (strncmp(optarg, "http://", 7) != 0 && strncmp(optarg, "https://", 8) != 0) {
-                snprintf(err, errlen, "--advertise: '%s' is not a URL like http://host:port", optarg);
+            if (strncmp(optarg, "http://", 7) != 0) {
+                snprintf(err, errlen, "--advertise: '%s' is not a URL like http://host:port (plain HTTP)", optarg);
                 return AGG_CONFIG_ERROR;
             }
             set_str(&cfg->advertise, optarg);
@@ -546,6 +546,13 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
 
     const char *k8s = getenv("KUBERNETES_SERVER_URL");
     if (k8s && *k8s) {
+        if (strncmp(k8s, "https://", 8) == 0) {
+            snprintf(err, errlen,
+                     "KUBERNETES_SERVER_URL: '%s' is https; the operator server (DI-orchestrator) speaks plain "
+                     "HTTP and so does this aggregator: give an http:// URL",
+                     k8s);
+            return AGG_CONFIG_ERROR;
+        }
         cfg->k8s_url = normalise_url(k8s);
         const char *ns = getenv("KUBERNETES_POD_NAMESPACE");
         const char *name = getenv("KUBERNETES_POD_NAME");

@@ -1,60 +1,151 @@
-/* hc: libcurl multi (socket interface) on an ev loop, with retries. */
+/* hc: a lean HTTP/1.1 client on the ev loop (see hc.h).
+ *
+ * One state machine per request, one non-blocking socket per connection.
+ * Connections are pooled per "host:port" (a peer) and reused; an idle one is
+ * watched for readability so that a peer's hang-up closes it at once. A
+ * request on a reused connection is written from hc_send() itself, head and
+ * body in one sendmsg() straight from the caller's buffers; the reply is read
+ * into one buffer that holds head and body, and the body handed out in place.
+ * Host names are resolved by one resolver thread per client (getaddrinfo
+ * blocks) and cached for HC_DNS_TTL_MS; address literals need none. */
+
 #include "hc.h"
 
-#include <curl/curl.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "xalloc.h"
 
+#define HC_MAX_ADDRS 8
+#define HC_PEER_BUCKETS 1024u
+#define HC_IDLE_PER_PEER 32u
+#define HC_IDLE_MAX 4096u
+#define HC_DNS_TTL_MS 5000u
+#define HC_MAX_HEAD ((size_t)64 << 10) /* reply head limit */
+#define HC_FIRST_READ 2048u
+
+typedef struct hc_peer hc_peer;
+typedef struct hc_conn hc_conn;
+
+enum req_state { RS_RESOLVING, RS_CONNECTING, RS_SENDING, RS_RECEIVING, RS_WAITING };
+
+enum fail_kind { F_RETRY = 1, F_FINAL = 0 };
+
+struct hc_conn {
+    hc_client *c;
+    hc_peer *p;
+    int fd;
+    unsigned events;      /* the interest set registered with the loop */
+    int used;             /* a reply has been read on it: a reused connection */
+    int idle;             /* in the peer's idle list */
+    hc_req *req;          /* the request on it; NULL when idle */
+    hc_conn *prev, *next; /* the peer's idle list */
+};
+
+struct hc_peer {
+    char *key;  /* "host:port", also the Host header */
+    char *host; /* without brackets */
+    int port;
+    int literal; /* host is an address: never resolved */
+    struct sockaddr_storage addr[HC_MAX_ADDRS];
+    socklen_t alen[HC_MAX_ADDRS];
+    int naddr;
+    uint64_t resolved_until_ms;
+    int resolving;
+    char resolve_error[160];
+    hc_req *waiting; /* requests waiting for the resolution */
+    hc_conn *idle;
+    unsigned nidle;
+    unsigned refs; /* requests that use it + idle connections */
+    hc_peer *hnext;
+};
+
 struct hc_req {
     hc_client *c;
-    CURL *easy;
-    struct curl_slist *headers;
-    char *method, *url;
+    hc_peer *p;
+    hc_conn *conn;
+    enum req_state state;
+    char *head; /* the request head, built once */
+    size_t head_len;
     char *body;
     size_t body_len;
-    xbuf reply;
+    size_t sent; /* of head + body, this attempt */
+    int is_head; /* a HEAD request: the reply has no body */
+    char *what;  /* "METHOD url", for messages */
+    /* the reply */
+    char *in;
+    size_t in_len, in_cap;
+    size_t head_end; /* 0: head not complete */
+    long status;
+    long long clen; /* -1: not given */
+    int chunked, keep_alive;
+    size_t cpos;     /* chunked: parse position in `in` */
+    long long cleft; /* chunked: bytes left of the current chunk; -1: size line next; -2: trailers */
+    xbuf dechunked;
     size_t max_reply;
-    int over_limit;
+    /* attempts */
+    long connect_timeout_ms, timeout_ms;
     int retries_left;
     long retry_wait_ms;
     int attempts;
-    uint64_t start_us;
-    ev_timer *retry_timer;
+    int addr_i;        /* the address being tried */
+    int fresh_retried; /* a dead reused connection was replaced this attempt */
+    int forgotten;
+    uint64_t start_us, attempt_start_ms;
+    ev_timer *timer;      /* attempt deadline, retry wait, or a deferred failure */
+    int connecting_timer; /* timer is the connect deadline */
+    char fail_msg[200];
+    int fail_retry;
     hc_cb cb;
     void *data;
     void (*free_data)(void *);
-    hc_req *prev, *next;
+    hc_req *prev, *next; /* the client's list */
+    hc_req *wnext;       /* the peer's waiting list */
 };
+
+/* The resolver thread's shared state: freed by whichever of the thread and
+ * the client lets go of it last. */
+typedef struct rjob {
+    struct rjob *next;
+    char *key, *host;
+    int port;
+    struct sockaddr_storage addr[HC_MAX_ADDRS];
+    socklen_t alen[HC_MAX_ADDRS];
+    int naddr;
+    char error[160];
+} rjob;
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int efd;
+    rjob *todo, *done;
+    int closing;
+    int refs;
+} resolver;
 
 struct hc_client {
     ev_loop *loop;
-    CURLM *multi;
-    ev_timer *timer;
     hc_req *reqs;
     unsigned pending;
     unsigned long long bytes_in, bytes_out;
-    int in_check; /* check_done is running */
-    CURL **idle;  /* easy handles kept for reuse (curl_easy_reset) */
-    size_t nidle;
+    hc_peer *peers[HC_PEER_BUCKETS];
+    unsigned nidle;
+    resolver *res;
+    int in_send; /* inside hc_send(): no callback may run */
 };
-
-/* Easy handles kept for reuse: creating one per request (and freeing its
- * buffers) costs more than the request itself on loopback. */
-#define HC_IDLE_MAX 256
-/* Bodies larger than this are sent from a larger upload buffer: fewer,
- * larger writes (a 128 MiB learn batch in 2 MiB rather than 64 KiB steps). */
-#define HC_BIG_BODY ((size_t)1 << 20)
-#define HC_BIG_UPLOAD_BUFFER (2L << 20)
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void)
-{
-    curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 void hc_opts_init(hc_opts *o)
 {
@@ -64,82 +155,184 @@ void hc_opts_init(hc_opts *o)
     o->retries = -1;
 }
 
-static void check_done(hc_client *c);
+/* ---- peers ---- */
 
-static void on_fd(ev_loop *loop, int fd, unsigned events, void *data)
+static unsigned key_hash(const char *s, size_t n)
 {
-    (void)loop;
-    hc_client *c = data;
-    int mask = 0, running = 0;
-    if (events & EV_READ)
-        mask |= CURL_CSELECT_IN;
-    if (events & EV_WRITE)
-        mask |= CURL_CSELECT_OUT;
-    if (events & EV_ERROR)
-        mask |= CURL_CSELECT_ERR;
-    curl_multi_socket_action(c->multi, fd, mask, &running);
-    check_done(c);
+    unsigned h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h % HC_PEER_BUCKETS;
 }
 
-static int socket_cb(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+static hc_peer *peer_find(hc_client *c, const char *key, size_t n)
 {
-    (void)easy;
-    (void)socketp;
-    hc_client *c = userp;
-    if (what == CURL_POLL_REMOVE) {
-        ev_fd_del(c->loop, s);
-        return 0;
+    for (hc_peer *p = c->peers[key_hash(key, n)]; p; p = p->hnext)
+        if (strlen(p->key) == n && memcmp(p->key, key, n) == 0)
+            return p;
+    return NULL;
+}
+
+static hc_peer *peer_get(hc_client *c, const char *key, size_t keylen, const char *host, size_t hostlen, int port)
+{
+    hc_peer *p = peer_find(c, key, keylen);
+    if (p)
+        return p;
+    p = xcalloc(1, sizeof *p);
+    p->key = xstrndup(key, keylen);
+    p->host = xstrndup(host, hostlen);
+    p->port = port;
+    struct sockaddr_in *a4 = (struct sockaddr_in *)&p->addr[0];
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&p->addr[0];
+    if (inet_pton(AF_INET, p->host, &a4->sin_addr) == 1) {
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        p->alen[0] = sizeof *a4;
+        p->naddr = 1;
+        p->literal = 1;
+    } else if (inet_pton(AF_INET6, p->host, &a6->sin6_addr) == 1) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        p->alen[0] = sizeof *a6;
+        p->naddr = 1;
+        p->literal = 1;
+    } else if (strcasecmp(p->host, "localhost") == 0 ||
+               (hostlen > 10 && strcasecmp(p->host + hostlen - 10, ".localhost") == 0)) {
+        /* RFC 6761: localhost and *.localhost are the loopback, without
+         * asking DNS (as curl and browsers do; glibc does not). */
+        a4->sin_family = AF_INET;
+        a4->sin_port = htons((uint16_t)port);
+        a4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        p->alen[0] = sizeof *a4;
+        struct sockaddr_in6 *b6 = (struct sockaddr_in6 *)&p->addr[1];
+        b6->sin6_family = AF_INET6;
+        b6->sin6_port = htons((uint16_t)port);
+        b6->sin6_addr = in6addr_loopback;
+        p->alen[1] = sizeof *b6;
+        p->naddr = 2;
+        p->literal = 1;
     }
-    unsigned ev = 0;
-    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
-        ev |= EV_READ;
-    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
-        ev |= EV_WRITE;
-    ev_fd_set(c->loop, s, ev, on_fd, c);
-    return 0;
+    unsigned b = key_hash(key, keylen);
+    p->hnext = c->peers[b];
+    c->peers[b] = p;
+    return p;
 }
 
-static void on_timer(ev_loop *loop, void *data)
+static void peer_unref(hc_client *c, hc_peer *p)
 {
-    (void)loop;
-    hc_client *c = data;
-    int running = 0;
-    c->timer = NULL;
-    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-    check_done(c);
+    if (--p->refs > 0)
+        return;
+    hc_peer **pp = &c->peers[key_hash(p->key, strlen(p->key))];
+    while (*pp != p)
+        pp = &(*pp)->hnext;
+    *pp = p->hnext;
+    free(p->key);
+    free(p->host);
+    free(p);
 }
 
-static int timer_cb(CURLM *multi, long timeout_ms, void *userp)
+/* ---- connections ---- */
+
+static void on_conn(ev_loop *loop, int fd, unsigned events, void *data);
+
+static void conn_watch(hc_conn *k, unsigned events)
 {
-    (void)multi;
-    hc_client *c = userp;
-    if (c->timer) {
-        ev_timer_stop(c->loop, c->timer);
-        c->timer = NULL;
+    if (k->events == events)
+        return;
+    if (ev_fd_set(k->c->loop, k->fd, events, on_conn, k) == 0)
+        k->events = events;
+}
+
+static void conn_close(hc_conn *k)
+{
+    hc_client *c = k->c;
+    if (k->events)
+        ev_fd_del(c->loop, k->fd);
+    close(k->fd);
+    if (k->idle) {
+        if (k->prev)
+            k->prev->next = k->next;
+        else
+            k->p->idle = k->next;
+        if (k->next)
+            k->next->prev = k->prev;
+        k->p->nidle--;
+        c->nidle--;
+        peer_unref(c, k->p);
     }
-    if (timeout_ms >= 0)
-        c->timer = ev_timer_start(c->loop, (uint64_t)timeout_ms, on_timer, c);
-    return 0;
+    free(k);
 }
 
-hc_client *hc_new(ev_loop *loop)
+/* A request is done with its connection, which is still good: keep it. */
+static void conn_release(hc_conn *k)
 {
-    pthread_once(&curl_once, curl_init_once);
-    hc_client *c = xcalloc(1, sizeof *c);
-    c->loop = loop;
-    c->multi = curl_multi_init();
-    if (!c->multi) {
-        free(c);
+    hc_client *c = k->c;
+    hc_peer *p = k->p;
+    k->req = NULL;
+    k->used = 1;
+    if (p->nidle >= HC_IDLE_PER_PEER || c->nidle >= HC_IDLE_MAX) {
+        conn_close(k);
+        return;
+    }
+    k->idle = 1;
+    p->refs++;
+    k->prev = NULL;
+    k->next = p->idle;
+    if (p->idle)
+        p->idle->prev = k;
+    p->idle = k;
+    p->nidle++;
+    c->nidle++;
+    conn_watch(k, EV_READ);
+}
+
+static hc_conn *conn_take_idle(hc_peer *p)
+{
+    hc_conn *k = p->idle;
+    if (!k)
         return NULL;
+    p->idle = k->next;
+    if (p->idle)
+        p->idle->prev = NULL;
+    k->idle = 0;
+    p->nidle--;
+    k->c->nidle--;
+    p->refs--; /* the request holds the peer from here */
+    k->next = k->prev = NULL;
+    return k;
+}
+
+/* ---- requests ---- */
+
+static void req_timer_stop(hc_req *r)
+{
+    if (r->timer) {
+        ev_timer_stop(r->c->loop, r->timer);
+        r->timer = NULL;
     }
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, socket_cb);
-    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, timer_cb);
-    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
-    /* Keep a connection per peer alive even with thousands of peers. */
-    curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, 4096L);
-    c->idle = xcalloc(HC_IDLE_MAX, sizeof *c->idle);
-    return c;
+}
+
+static void waiting_unlink(hc_req *r)
+{
+    hc_req **pp = &r->p->waiting;
+    while (*pp && *pp != r)
+        pp = &(*pp)->wnext;
+    if (*pp)
+        *pp = r->wnext;
+    r->wnext = NULL;
+}
+
+static void reply_reset(hc_req *r)
+{
+    r->in_len = 0;
+    r->head_end = 0;
+    r->status = 0;
+    r->clen = -1;
+    r->chunked = 0;
+    r->keep_alive = 0;
+    r->cpos = 0;
+    r->cleft = -1;
+    xbuf_free(&r->dechunked);
 }
 
 static void req_free(hc_req *r)
@@ -151,29 +344,23 @@ static void req_free(hc_req *r)
         c->reqs = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    if (r->retry_timer)
-        ev_timer_stop(c->loop, r->retry_timer);
-    if (r->easy) {
-        curl_multi_remove_handle(c->multi, r->easy);
-        /* A handle that sent a large body keeps a large upload buffer:
-         * not worth keeping. */
-        if (c->nidle < HC_IDLE_MAX && c->idle && r->body_len <= HC_BIG_BODY) {
-            curl_easy_reset(r->easy);
-            c->idle[c->nidle++] = r->easy;
-        } else {
-            curl_easy_cleanup(r->easy);
-        }
+    req_timer_stop(r);
+    if (r->state == RS_RESOLVING)
+        waiting_unlink(r);
+    if (r->conn) { /* mid-transfer: the connection cannot be reused */
+        conn_close(r->conn);
+        r->conn = NULL;
     }
-    curl_slist_free_all(r->headers);
-    free(r->method);
-    free(r->url);
+    peer_unref(c, r->p);
+    free(r->head);
     free(r->body);
-    xbuf_free(&r->reply);
+    free(r->what);
+    free(r->in);
+    xbuf_free(&r->dechunked);
     free(r);
     c->pending--;
 }
 
-/* Ends a request without its callback. */
 static void req_drop(hc_req *r)
 {
     void (*fd)(void *) = r->free_data;
@@ -183,52 +370,951 @@ static void req_drop(hc_req *r)
         fd(data);
 }
 
+static void start_attempt(hc_req *r);
+static void attempt_failed(hc_req *r, const char *msg, int retry);
+
+static void on_retry(ev_loop *loop, void *data)
+{
+    (void)loop;
+    hc_req *r = data;
+    r->timer = NULL;
+    start_attempt(r);
+}
+
+static void deliver(hc_req *r, hc_result *res)
+{
+    res->attempts = r->attempts;
+    res->seconds = (double)(ev_now_us() - r->start_us) / 1e6;
+    hc_cb cb = r->forgotten ? NULL : r->cb;
+    void *ud = r->data;
+    if (cb)
+        cb(ud, res);
+    req_free(r);
+}
+
+static void fail_later(hc_req *r, const char *msg, int retry);
+
+static void attempt_failed(hc_req *r, const char *msg, int retry)
+{
+    if (r->c->in_send) {
+        fail_later(r, msg, retry);
+        return;
+    }
+    req_timer_stop(r);
+    if (r->conn) {
+        conn_close(r->conn);
+        r->conn = NULL;
+    }
+    if (retry && r->retries_left > 0 && !r->forgotten) {
+        r->retries_left--;
+        r->state = RS_WAITING;
+        r->timer = ev_timer_start(r->c->loop, (uint64_t)r->retry_wait_ms, on_retry, r);
+        return;
+    }
+    char errbuf[420];
+    snprintf(errbuf, sizeof errbuf, "%s: %s (after %d attempt%s)", r->what, msg, r->attempts,
+             r->attempts == 1 ? "" : "s");
+    hc_result res = {0};
+    res.body = "";
+    res.error = errbuf;
+    deliver(r, &res);
+}
+
+/* A failure found while hc_send() is still running: reported from the loop,
+ * never from inside hc_send(). */
+static void on_deferred_fail(ev_loop *loop, void *data)
+{
+    (void)loop;
+    hc_req *r = data;
+    r->timer = NULL;
+    attempt_failed(r, r->fail_msg, r->fail_retry);
+}
+
+static void fail_later(hc_req *r, const char *msg, int retry)
+{
+    req_timer_stop(r);
+    if (r->conn) {
+        conn_close(r->conn);
+        r->conn = NULL;
+    }
+    snprintf(r->fail_msg, sizeof r->fail_msg, "%s", msg);
+    r->fail_retry = retry;
+    r->state = RS_WAITING;
+    r->timer = ev_timer_start(r->c->loop, 0, on_deferred_fail, r);
+}
+
+static void on_deadline(ev_loop *loop, void *data);
+
+static void arm_deadline(hc_req *r, int connecting)
+{
+    req_timer_stop(r);
+    uint64_t now = ev_now_ms(), end = r->attempt_start_ms + (uint64_t)r->timeout_ms;
+    if (connecting) {
+        uint64_t cend = now + (uint64_t)r->connect_timeout_ms;
+        if (cend < end) {
+            end = cend;
+        } else {
+            connecting = 0;
+        }
+    }
+    r->connecting_timer = connecting;
+    r->timer = ev_timer_start(r->c->loop, end > now ? end - now : 0, on_deadline, r);
+}
+
+static void on_deadline(ev_loop *loop, void *data)
+{
+    (void)loop;
+    hc_req *r = data;
+    r->timer = NULL;
+    char msg[96];
+    if (r->connecting_timer)
+        snprintf(msg, sizeof msg, "connection timed out after %ld ms", r->connect_timeout_ms);
+    else
+        snprintf(msg, sizeof msg, "timed out after %ld ms", r->timeout_ms);
+    attempt_failed(r, msg, F_RETRY);
+}
+
+static void send_more(hc_req *r);
+
+/* Opens a connection to the peer's address addr_i. */
+static void connect_next(hc_req *r)
+{
+    hc_peer *p = r->p;
+    hc_client *c = r->c;
+    const struct sockaddr_storage *sa = &p->addr[r->addr_i];
+    int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "cannot open a socket: %s", strerror(errno));
+        fail_later(r, msg, F_RETRY);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    hc_conn *k = xcalloc(1, sizeof *k);
+    k->c = c;
+    k->p = p;
+    k->fd = fd;
+    k->req = r;
+    r->conn = k;
+    r->state = RS_CONNECTING;
+    if (connect(fd, (const struct sockaddr *)sa, p->alen[r->addr_i]) == 0) {
+        r->state = RS_SENDING;
+        arm_deadline(r, 0);
+        send_more(r);
+        return;
+    }
+    if (errno != EINPROGRESS) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "cannot connect to %s: %s", p->key, strerror(errno));
+        p->resolved_until_ms = 0;
+        fail_later(r, msg, F_RETRY);
+        return;
+    }
+    arm_deadline(r, 1);
+    conn_watch(k, EV_WRITE);
+}
+
+static void resolve_start(hc_req *r);
+
+/* Starts (or restarts) an attempt: on an idle connection if there is one,
+ * else a new connection, after resolving the host if needed. */
+static void start_attempt(hc_req *r)
+{
+    hc_peer *p = r->p;
+    r->attempts++;
+    r->sent = 0;
+    r->fresh_retried = 0;
+    reply_reset(r);
+    r->attempt_start_ms = ev_now_ms();
+    r->c->bytes_out += r->body_len;
+    hc_conn *k;
+    while ((k = conn_take_idle(p))) {
+        k->req = r;
+        r->conn = k;
+        r->state = RS_SENDING;
+        arm_deadline(r, 0);
+        send_more(r);
+        return;
+    }
+    if (!p->literal && (p->naddr == 0 || ev_now_ms() >= p->resolved_until_ms)) {
+        resolve_start(r);
+        return;
+    }
+    r->addr_i = 0;
+    connect_next(r);
+}
+
+/* A reused connection failed before any byte of the reply: the peer closed
+ * it while it was idle. Retried once on a fresh connection, not counted. */
+static int retry_fresh(hc_req *r)
+{
+    if (!r->conn || !r->conn->used || r->fresh_retried || r->in_len > 0)
+        return 0;
+    conn_close(r->conn);
+    r->conn = NULL;
+    r->sent = 0;
+    reply_reset(r);
+    r->fresh_retried = 1;
+    hc_peer *p = r->p;
+    hc_conn *k = conn_take_idle(p);
+    if (k) {
+        k->req = r;
+        r->conn = k;
+        r->state = RS_SENDING;
+        send_more(r);
+        return 1;
+    }
+    if (!p->literal && (p->naddr == 0 || ev_now_ms() >= p->resolved_until_ms)) {
+        resolve_start(r);
+        return 1;
+    }
+    r->addr_i = 0;
+    connect_next(r);
+    return 1;
+}
+
+static int read_reply(hc_req *r);
+
+static void send_more(hc_req *r)
+{
+    hc_conn *k = r->conn;
+    size_t total = r->head_len + r->body_len;
+    while (r->sent < total) {
+        struct iovec iov[2];
+        int n = 0;
+        if (r->sent < r->head_len) {
+            iov[n].iov_base = r->head + r->sent;
+            iov[n].iov_len = r->head_len - r->sent;
+            n++;
+            if (r->body_len) {
+                iov[n].iov_base = r->body;
+                iov[n].iov_len = r->body_len;
+                n++;
+            }
+        } else {
+            iov[n].iov_base = r->body + (r->sent - r->head_len);
+            iov[n].iov_len = total - r->sent;
+            n++;
+        }
+        struct msghdr mh = {0};
+        mh.msg_iov = iov;
+        mh.msg_iovlen = (size_t)n;
+        ssize_t w = sendmsg(k->fd, &mh, MSG_NOSIGNAL);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                /* Also read: a peer may answer (413) before taking it all. */
+                conn_watch(k, EV_READ | EV_WRITE);
+                return;
+            }
+            if (retry_fresh(r))
+                return;
+            char msg[160];
+            snprintf(msg, sizeof msg, "cannot send to %s: %s", r->p->key, strerror(errno));
+            /* A reply sent before the peer stopped reading may be waiting
+             * (413 on a body over its limit): it is the answer. */
+            r->state = RS_RECEIVING;
+            if (!r->c->in_send && read_reply(r))
+                return;
+            attempt_failed(r, msg, F_RETRY);
+            return;
+        }
+        r->sent += (size_t)w;
+    }
+    r->state = RS_RECEIVING;
+    conn_watch(k, EV_READ);
+}
+
+/* ---- reply parsing ---- */
+
+static int header_is(const char *line, size_t n, const char *name, const char **val, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    if (n <= nl || line[nl] != ':' || strncasecmp(line, name, nl) != 0)
+        return 0;
+    const char *v = line + nl + 1, *e = line + n;
+    while (v < e && (*v == ' ' || *v == '\t'))
+        v++;
+    while (e > v && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+        e--;
+    *val = v;
+    *vlen = (size_t)(e - v);
+    return 1;
+}
+
+static int has_token(const char *v, size_t n, const char *tok)
+{
+    size_t tl = strlen(tok);
+    for (size_t i = 0; i + tl <= n; i++)
+        if (strncasecmp(v + i, tok, tl) == 0 && (i == 0 || v[i - 1] == ',' || v[i - 1] == ' ') &&
+            (i + tl == n || v[i + tl] == ',' || v[i + tl] == ' '))
+            return 1;
+    return 0;
+}
+
+/* Parses the head in r->in[0..end). 0, or -1 with msg. */
+static int parse_head(hc_req *r, size_t end, char *msg, size_t msglen)
+{
+    const char *s = r->in, *e = r->in + end;
+    const char *nl = memchr(s, '\n', (size_t)(e - s));
+    int minor = 1;
+    if (!nl || (size_t)(nl - s) < 12 || memcmp(s, "HTTP/1.", 7) != 0 || (s[7] != '0' && s[7] != '1') || s[8] != ' ' ||
+        s[9] < '1' || s[9] > '9' || s[10] < '0' || s[10] > '9' || s[11] < '0' || s[11] > '9' ||
+        (s[12] != ' ' && s[12] != '\r' && s[12] != '\n')) {
+        snprintf(msg, msglen, "malformed reply from %s: the status line is not HTTP/1.x", r->p->key);
+        return -1;
+    }
+    minor = s[7] - '0';
+    r->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
+    r->keep_alive = minor == 1;
+    r->clen = -1;
+    r->chunked = 0;
+    for (const char *line = nl + 1; line < e;) {
+        const char *le = memchr(line, '\n', (size_t)(e - line));
+        if (!le)
+            le = e;
+        size_t n = (size_t)(le - line);
+        const char *v;
+        size_t vl;
+        if (header_is(line, n, "Content-Length", &v, &vl)) {
+            long long x = 0;
+            if (vl == 0 || vl > 18) {
+                snprintf(msg, msglen, "malformed reply from %s: bad Content-Length", r->p->key);
+                return -1;
+            }
+            for (size_t i = 0; i < vl; i++) {
+                if (v[i] < '0' || v[i] > '9') {
+                    snprintf(msg, msglen, "malformed reply from %s: bad Content-Length", r->p->key);
+                    return -1;
+                }
+                x = x * 10 + (v[i] - '0');
+            }
+            if (r->clen >= 0 && r->clen != x) {
+                snprintf(msg, msglen, "malformed reply from %s: conflicting Content-Length", r->p->key);
+                return -1;
+            }
+            r->clen = x;
+        } else if (header_is(line, n, "Transfer-Encoding", &v, &vl)) {
+            if (has_token(v, vl, "chunked"))
+                r->chunked = 1;
+        } else if (header_is(line, n, "Connection", &v, &vl)) {
+            if (has_token(v, vl, "close"))
+                r->keep_alive = 0;
+            else if (has_token(v, vl, "keep-alive"))
+                r->keep_alive = 1;
+        }
+        line = le + 1;
+    }
+    if (r->chunked)
+        r->clen = -1;
+    return 0;
+}
+
+/* Decodes chunked data from r->in[r->cpos..]. 1: done, 0: more needed,
+ * -1: malformed or over the limit (msg). */
+static int dechunk(hc_req *r, char *msg, size_t msglen)
+{
+    for (;;) {
+        const char *s = r->in + r->cpos, *e = r->in + r->in_len;
+        if (r->cleft > 0) {
+            size_t n = (size_t)(e - s);
+            if ((long long)n > r->cleft)
+                n = (size_t)r->cleft;
+            if (r->dechunked.len + n > r->max_reply) {
+                snprintf(msg, msglen, "reply over the limit of %zu bytes", r->max_reply);
+                return -1;
+            }
+            xbuf_append(&r->dechunked, s, n);
+            r->cpos += n;
+            r->cleft -= (long long)n;
+            if (r->cleft > 0)
+                return 0;
+            r->cleft = -3; /* the CRLF after the data */
+            continue;
+        }
+        const char *nl = memchr(s, '\n', (size_t)(e - s));
+        if (!nl) {
+            if ((size_t)(e - s) > 4096) {
+                snprintf(msg, msglen, "malformed reply from %s: bad chunk", r->p->key);
+                return -1;
+            }
+            return 0;
+        }
+        size_t ln = (size_t)(nl - s);
+        if (r->cleft == -3) {
+            if (!(ln == 0 || (ln == 1 && s[0] == '\r'))) {
+                snprintf(msg, msglen, "malformed reply from %s: bad chunk end", r->p->key);
+                return -1;
+            }
+            r->cpos += ln + 1;
+            r->cleft = -1;
+            continue;
+        }
+        if (r->cleft == -2) { /* trailers, up to an empty line */
+            r->cpos += ln + 1;
+            if (ln == 0 || (ln == 1 && s[0] == '\r'))
+                return 1;
+            continue;
+        }
+        long long size = 0;
+        size_t i = 0;
+        for (; i < ln; i++) {
+            char ch = s[i];
+            int d = ch >= '0' && ch <= '9'   ? ch - '0'
+                    : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                    : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                             : -1;
+            if (d < 0)
+                break;
+            if (size > ((long long)1 << 40)) {
+                snprintf(msg, msglen, "reply over the limit of %zu bytes", r->max_reply);
+                return -1;
+            }
+            size = size * 16 + d;
+        }
+        if (i == 0 || (i < ln && s[i] != ';' && s[i] != '\r' && s[i] != ' ')) {
+            snprintf(msg, msglen, "malformed reply from %s: bad chunk size", r->p->key);
+            return -1;
+        }
+        r->cpos += ln + 1;
+        r->cleft = size == 0 ? -2 : size;
+    }
+}
+
+static void reply_done(hc_req *r, int reusable)
+{
+    req_timer_stop(r);
+    hc_conn *k = r->conn;
+    r->conn = NULL;
+    if (k) {
+        if (reusable && r->keep_alive)
+            conn_release(k);
+        else {
+            conn_close(k);
+        }
+    }
+    hc_result res = {0};
+    res.status = r->status;
+    if (r->chunked) {
+        res.body = r->dechunked.data ? r->dechunked.data : "";
+        res.body_len = r->dechunked.len;
+    } else {
+        size_t n = r->in_len - r->head_end;
+        if (r->clen >= 0 && (size_t)r->clen < n)
+            n = (size_t)r->clen;
+        r->in[r->head_end + n] = '\0';
+        res.body = r->in + r->head_end;
+        res.body_len = n;
+    }
+    r->c->bytes_in += res.body_len;
+    deliver(r, &res);
+}
+
+/* Looks at what has arrived. Returns 1 if the request ended (finished or
+ * failed: r may be gone), 0 if more is needed. eof: the peer closed. */
+static int examine(hc_req *r, int eof)
+{
+    char msg[200];
+    for (;;) {
+        if (!r->head_end) {
+            /* find the blank line ending the head */
+            size_t from = 0;
+            const char *end = NULL;
+            while (from < r->in_len) {
+                const char *nl = memchr(r->in + from, '\n', r->in_len - from);
+                if (!nl)
+                    break;
+                size_t at = (size_t)(nl - r->in) + 1;
+                if (at < r->in_len && r->in[at] == '\n') {
+                    end = r->in + at + 1;
+                    break;
+                }
+                if (at + 1 < r->in_len && r->in[at] == '\r' && r->in[at + 1] == '\n') {
+                    end = r->in + at + 2;
+                    break;
+                }
+                from = at;
+            }
+            if (!end) {
+                if (r->in_len > HC_MAX_HEAD) {
+                    snprintf(msg, sizeof msg, "malformed reply from %s: head over %zu bytes", r->p->key, HC_MAX_HEAD);
+                    attempt_failed(r, msg, F_FINAL);
+                    return 1;
+                }
+                if (eof) {
+                    snprintf(msg, sizeof msg, "%s closed the connection %s", r->p->key,
+                             r->in_len ? "in the middle of the reply head" : "without replying");
+                    if (!r->in_len && retry_fresh(r))
+                        return 1;
+                    attempt_failed(r, msg, F_RETRY);
+                    return 1;
+                }
+                return 0;
+            }
+            size_t hl = (size_t)(end - r->in);
+            if (parse_head(r, hl, msg, sizeof msg) < 0) {
+                attempt_failed(r, msg, F_FINAL);
+                return 1;
+            }
+            if (r->status >= 100 && r->status < 200) { /* 100 Continue: skip */
+                memmove(r->in, r->in + hl, r->in_len - hl);
+                r->in_len -= hl;
+                r->status = 0;
+                continue;
+            }
+            r->head_end = hl;
+            r->cpos = hl;
+            if (r->is_head || r->status == 204 || r->status == 304) {
+                r->chunked = 0;
+                r->clen = 0;
+            }
+            if (r->clen > (long long)r->max_reply) {
+                snprintf(msg, sizeof msg, "reply over the limit of %zu bytes", r->max_reply);
+                attempt_failed(r, msg, F_FINAL);
+                return 1;
+            }
+            if (r->clen >= 0 && r->in_cap < hl + (size_t)r->clen + 1) {
+                r->in_cap = hl + (size_t)r->clen + 1;
+                r->in = xrealloc(r->in, r->in_cap);
+            }
+        }
+        if (r->chunked) {
+            int d = dechunk(r, msg, sizeof msg);
+            if (d < 0) {
+                attempt_failed(r, msg, F_FINAL);
+                return 1;
+            }
+            if (d == 1) {
+                reply_done(r, r->cpos == r->in_len);
+                return 1;
+            }
+        } else if (r->clen >= 0) {
+            size_t have = r->in_len - r->head_end;
+            if (have >= (size_t)r->clen) {
+                reply_done(r, have == (size_t)r->clen);
+                return 1;
+            }
+        } else {
+            if (r->in_len - r->head_end > r->max_reply) {
+                snprintf(msg, sizeof msg, "reply over the limit of %zu bytes", r->max_reply);
+                attempt_failed(r, msg, F_FINAL);
+                return 1;
+            }
+            if (eof) {
+                r->keep_alive = 0;
+                reply_done(r, 0);
+                return 1;
+            }
+            return 0;
+        }
+        if (eof) {
+            snprintf(msg, sizeof msg, "%s closed the connection in the middle of the reply body", r->p->key);
+            attempt_failed(r, msg, F_RETRY);
+            return 1;
+        }
+        return 0;
+    }
+}
+
+/* Reads what has arrived. 1: the request ended or moved to another
+ * connection (touch neither r nor its old connection); 0: waiting. */
+static int read_reply(hc_req *r)
+{
+    hc_conn *k = r->conn;
+    for (;;) {
+        size_t want;
+        if (r->head_end && r->clen >= 0 && !r->chunked) {
+            want = r->head_end + (size_t)r->clen - r->in_len;
+            if (want == 0)
+                want = 1; /* a byte beyond the reply: not reusable */
+            if (r->in_cap < r->in_len + want + 1) {
+                r->in_cap = r->in_len + want + 1;
+                r->in = xrealloc(r->in, r->in_cap);
+            }
+        } else {
+            if (r->in_cap < r->in_len + 1025) {
+                size_t cap = r->in_cap ? r->in_cap * 2 : HC_FIRST_READ;
+                r->in = xrealloc(r->in, cap);
+                r->in_cap = cap;
+            }
+            want = r->in_cap - r->in_len - 1;
+        }
+        ssize_t n = recv(k->fd, r->in + r->in_len, want, 0);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            if (!r->in_len && retry_fresh(r))
+                return 1;
+            char msg[160];
+            snprintf(msg, sizeof msg, "cannot read from %s: %s", r->p->key, strerror(errno));
+            attempt_failed(r, msg, F_RETRY);
+            return 1;
+        }
+        if (n == 0) {
+            examine(r, 1);
+            return 1;
+        }
+        r->in_len += (size_t)n;
+        if (examine(r, 0))
+            return 1;
+        if ((size_t)n < want)
+            return 0; /* drained: the loop says when there is more */
+    }
+}
+
+static void on_conn(ev_loop *loop, int fd, unsigned events, void *data)
+{
+    (void)loop;
+    (void)fd;
+    hc_conn *k = data;
+    hc_req *r = k->req;
+    if (!r) { /* idle: the peer hung up or sent something unasked for */
+        conn_close(k);
+        return;
+    }
+    if (r->state == RS_CONNECTING) {
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (getsockopt(k->fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0)
+            err = errno;
+        if (err == EINPROGRESS)
+            return;
+        if (err) {
+            hc_peer *p = r->p;
+            conn_close(k);
+            r->conn = NULL;
+            if (r->addr_i + 1 < p->naddr) {
+                r->addr_i++;
+                connect_next(r);
+                return;
+            }
+            char msg[160];
+            snprintf(msg, sizeof msg, "cannot connect to %s: %s", p->key, strerror(err));
+            p->resolved_until_ms = 0;
+            attempt_failed(r, msg, F_RETRY);
+            return;
+        }
+        r->state = RS_SENDING;
+        if (r->connecting_timer)
+            arm_deadline(r, 0);
+        send_more(r);
+        return;
+    }
+    if (r->state == RS_SENDING) {
+        if ((events & (EV_READ | EV_ERROR)) && read_reply(r))
+            return; /* answered before it took the whole request */
+        if (events & EV_WRITE)
+            send_more(r);
+        return;
+    }
+    if (r->state == RS_RECEIVING)
+        read_reply(r);
+}
+
+/* ---- the resolver ---- */
+
+static void resolver_unref(resolver *rs)
+{
+    pthread_mutex_lock(&rs->mu);
+    int left = --rs->refs;
+    pthread_mutex_unlock(&rs->mu);
+    if (left)
+        return;
+    for (rjob *j = rs->todo, *n; j; j = n) {
+        n = j->next;
+        free(j->key);
+        free(j->host);
+        free(j);
+    }
+    for (rjob *j = rs->done, *n; j; j = n) {
+        n = j->next;
+        free(j->key);
+        free(j->host);
+        free(j);
+    }
+    close(rs->efd);
+    pthread_mutex_destroy(&rs->mu);
+    pthread_cond_destroy(&rs->cv);
+    free(rs);
+}
+
+static void resolve_one(rjob *j)
+{
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_ADDRCONFIG;
+    char port[16];
+    snprintf(port, sizeof port, "%d", j->port);
+    int rc = getaddrinfo(j->host, port, &hints, &ai);
+    if (rc != 0) {
+        snprintf(j->error, sizeof j->error, "cannot resolve host '%s': %s", j->host, gai_strerror(rc));
+        return;
+    }
+    for (struct addrinfo *a = ai; a && j->naddr < HC_MAX_ADDRS; a = a->ai_next) {
+        if (a->ai_addrlen > sizeof j->addr[0])
+            continue;
+        memcpy(&j->addr[j->naddr], a->ai_addr, a->ai_addrlen);
+        j->alen[j->naddr] = a->ai_addrlen;
+        j->naddr++;
+    }
+    freeaddrinfo(ai);
+    if (!j->naddr)
+        snprintf(j->error, sizeof j->error, "cannot resolve host '%s': no address", j->host);
+}
+
+static void *resolver_main(void *arg)
+{
+    resolver *rs = arg;
+    pthread_mutex_lock(&rs->mu);
+    for (;;) {
+        while (!rs->todo && !rs->closing)
+            pthread_cond_wait(&rs->cv, &rs->mu);
+        if (rs->closing)
+            break;
+        rjob *j = rs->todo;
+        rs->todo = j->next;
+        pthread_mutex_unlock(&rs->mu);
+        resolve_one(j);
+        pthread_mutex_lock(&rs->mu);
+        j->next = rs->done;
+        rs->done = j;
+        if (!rs->closing) {
+            uint64_t one = 1;
+            ssize_t w = write(rs->efd, &one, sizeof one);
+            (void)w;
+        }
+    }
+    pthread_mutex_unlock(&rs->mu);
+    resolver_unref(rs);
+    return NULL;
+}
+
+static void on_resolved(ev_loop *loop, int fd, unsigned events, void *data)
+{
+    (void)loop;
+    (void)events;
+    hc_client *c = data;
+    uint64_t v;
+    ssize_t rd = read(fd, &v, sizeof v);
+    (void)rd;
+    pthread_mutex_lock(&c->res->mu);
+    rjob *done = c->res->done;
+    c->res->done = NULL;
+    pthread_mutex_unlock(&c->res->mu);
+    while (done) {
+        rjob *j = done;
+        done = j->next;
+        hc_peer *p = peer_find(c, j->key, strlen(j->key));
+        if (p && p->resolving) {
+            p->resolving = 0;
+            p->refs++; /* held while its waiting requests restart */
+            if (j->naddr) {
+                memcpy(p->addr, j->addr, sizeof p->addr);
+                memcpy(p->alen, j->alen, sizeof p->alen);
+                p->naddr = j->naddr;
+                p->resolved_until_ms = ev_now_ms() + HC_DNS_TTL_MS;
+            } else {
+                p->naddr = 0;
+            }
+            hc_req *w = p->waiting;
+            p->waiting = NULL;
+            while (w) {
+                hc_req *r = w;
+                w = r->wnext;
+                r->wnext = NULL;
+                if (j->naddr) {
+                    r->addr_i = 0;
+                    connect_next(r);
+                } else {
+                    attempt_failed(r, j->error, F_RETRY);
+                }
+            }
+            peer_unref(c, p);
+        }
+        free(j->key);
+        free(j->host);
+        free(j);
+    }
+}
+
+static int resolver_start(hc_client *c)
+{
+    resolver *rs = xcalloc(1, sizeof *rs);
+    rs->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (rs->efd < 0) {
+        free(rs);
+        return -1;
+    }
+    pthread_mutex_init(&rs->mu, NULL);
+    pthread_cond_init(&rs->cv, NULL);
+    rs->refs = 2;
+    pthread_t th;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(&th, &at, resolver_main, rs);
+    pthread_attr_destroy(&at);
+    if (rc != 0) {
+        close(rs->efd);
+        pthread_mutex_destroy(&rs->mu);
+        pthread_cond_destroy(&rs->cv);
+        free(rs);
+        return -1;
+    }
+    if (ev_fd_set(c->loop, rs->efd, EV_READ, on_resolved, c) < 0) {
+        pthread_mutex_lock(&rs->mu);
+        rs->closing = 1;
+        pthread_cond_signal(&rs->cv);
+        pthread_mutex_unlock(&rs->mu);
+        resolver_unref(rs);
+        return -1;
+    }
+    c->res = rs;
+    return 0;
+}
+
+static void resolve_start(hc_req *r)
+{
+    hc_peer *p = r->p;
+    hc_client *c = r->c;
+    r->state = RS_RESOLVING;
+    r->wnext = p->waiting;
+    p->waiting = r;
+    arm_deadline(r, 1);
+    if (p->resolving)
+        return;
+    if (!c->res && resolver_start(c) < 0) {
+        waiting_unlink(r);
+        fail_later(r, "cannot start the name resolver", F_FINAL);
+        return;
+    }
+    p->resolving = 1;
+    rjob *j = xcalloc(1, sizeof *j);
+    j->key = xstrdup(p->key);
+    j->host = xstrdup(p->host);
+    j->port = p->port;
+    pthread_mutex_lock(&c->res->mu);
+    j->next = c->res->todo;
+    c->res->todo = j;
+    pthread_cond_signal(&c->res->cv);
+    pthread_mutex_unlock(&c->res->mu);
+}
+
+/* ---- the client ---- */
+
+hc_client *hc_new(ev_loop *loop)
+{
+    hc_client *c = xcalloc(1, sizeof *c);
+    c->loop = loop;
+    return c;
+}
+
 void hc_free(hc_client *c)
 {
     if (!c)
         return;
     while (c->reqs)
         req_drop(c->reqs);
-    if (c->timer)
-        ev_timer_stop(c->loop, c->timer);
-    for (size_t i = 0; i < c->nidle; i++)
-        curl_easy_cleanup(c->idle[i]);
-    free(c->idle);
-    curl_multi_cleanup(c->multi);
+    for (unsigned b = 0; b < HC_PEER_BUCKETS; b++)
+        while (c->peers[b] && c->peers[b]->idle)
+            conn_close(c->peers[b]->idle); /* frees the peer with its last connection */
+    if (c->res) {
+        ev_fd_del(c->loop, c->res->efd);
+        pthread_mutex_lock(&c->res->mu);
+        c->res->closing = 1;
+        pthread_cond_signal(&c->res->cv);
+        pthread_mutex_unlock(&c->res->mu);
+        resolver_unref(c->res);
+    }
     free(c);
 }
 
-static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+static int bad_header_text(const char *s)
 {
-    hc_req *r = userdata;
-    size_t n = size * nmemb;
-    if (r->reply.len + n > r->max_reply) {
-        r->over_limit = 1;
-        return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
-    }
-    xbuf_append(&r->reply, ptr, n);
-    r->c->bytes_in += n;
-    return n;
+    for (; s && *s; s++)
+        if (*s == '\r' || *s == '\n')
+            return 1;
+    return 0;
 }
 
-static int start_attempt(hc_req *r)
+/* Splits "http://host[:port][/path]" into its parts. */
+static int parse_url(const char *url, const char **host, size_t *hostlen, const char **key, size_t *keylen, int *port,
+                     const char **path)
 {
-    r->attempts++;
-    xbuf_free(&r->reply);
-    r->over_limit = 0;
-    r->c->bytes_out += r->body_len;
-    return curl_multi_add_handle(r->c->multi, r->easy) == CURLM_OK ? 0 : -1;
+    if (strncasecmp(url, "http://", 7) != 0)
+        return -1;
+    const char *s = url + 7, *e = s;
+    while (*e && *e != '/' && *e != '?' && *e != '#')
+        e++;
+    for (const char *q = url; *q; q++)
+        if ((unsigned char)*q <= 0x20 || *q == 0x7f)
+            return -1;
+    if (memchr(s, '@', (size_t)(e - s)))
+        return -1;
+    *key = s;
+    *keylen = (size_t)(e - s);
+    const char *pc;
+    if (*s == '[') {
+        const char *rb = memchr(s, ']', (size_t)(e - s));
+        if (!rb)
+            return -1;
+        *host = s + 1;
+        *hostlen = (size_t)(rb - s - 1);
+        pc = rb + 1;
+        if (pc < e && *pc != ':')
+            return -1;
+    } else {
+        pc = memchr(s, ':', (size_t)(e - s));
+        if (!pc)
+            pc = e;
+        *host = s;
+        *hostlen = (size_t)(pc - s);
+    }
+    if (*hostlen == 0 || *hostlen > 253)
+        return -1;
+    *port = 80;
+    if (pc < e) {
+        long v = 0;
+        const char *d = pc + 1;
+        if (d == e)
+            return -1;
+        for (; d < e; d++) {
+            if (*d < '0' || *d > '9' || (v = v * 10 + (*d - '0')) > 65535)
+                return -1;
+        }
+        if (v == 0)
+            return -1;
+        *port = (int)v;
+    }
+    *path = e;
+    return 0;
 }
 
 hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
 {
+    const char *method = o->method ? o->method : "GET";
+    const char *url = o->url ? o->url : "";
+    const char *host, *key, *path;
+    size_t hostlen, keylen;
+    int port;
+    int bad = parse_url(url, &host, &hostlen, &key, &keylen, &port, &path) < 0 || !*method ||
+              strcspn(method, " \r\n\t") != strlen(method) || bad_header_text(o->token) ||
+              bad_header_text(o->extra_header);
+    if (bad) {
+        free(o->body);
+        o->body = NULL;
+        return NULL;
+    }
     hc_req *r = xcalloc(1, sizeof *r);
     r->c = c;
     r->cb = cb;
     r->data = data;
     r->free_data = o->free_data;
-    r->method = xstrdup(o->method ? o->method : "GET");
-    r->url = xstrdup(o->url ? o->url : "");
     if (o->body) {
         r->body = o->body;
         r->body_len = o->body_len;
@@ -237,58 +1323,56 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
         r->body_len = 2;
     }
     o->body = NULL;
+    r->is_head = strcmp(method, "HEAD") == 0;
     r->max_reply = o->max_reply ? o->max_reply : ((size_t)256 << 20);
     r->retries_left = o->retries < 0 ? 5 : o->retries;
     r->retry_wait_ms = o->retry_wait_ms == 0 ? 1000 : (o->retry_wait_ms < 0 ? 0 : o->retry_wait_ms);
+    r->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 2000;
+    r->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 30000;
     r->start_us = ev_now_us();
+    r->p = peer_get(c, key, keylen, host, hostlen, port);
+    r->p->refs++;
+    r->what = xasprintf("%s %s", method, url);
+
+    /* The head, as the reference sends it: no Content-Type, no Expect. */
+    xbuf h = {0};
+    size_t plen = strcspn(path, "#");
+    xbuf_puts(&h, method);
+    xbuf_append(&h, " ", 1);
+    if (plen == 0 || path[0] != '/')
+        xbuf_append(&h, "/", 1);
+    xbuf_append(&h, path, plen);
+    xbuf_puts(&h, " HTTP/1.1\r\nHost: ");
+    xbuf_append(&h, key, keylen);
+    xbuf_puts(&h, "\r\nUser-Agent: dilearn/" DILEARN_VERSION "\r\nAccept: */*\r\n");
+    if (o->token) {
+        xbuf_puts(&h, "Token: ");
+        xbuf_puts(&h, o->token);
+        xbuf_puts(&h, "\r\n");
+    }
+    if (o->channel >= 0) {
+        char line[40];
+        int n = snprintf(line, sizeof line, "Channel: %d\r\n", o->channel);
+        xbuf_append(&h, line, (size_t)n);
+    }
+    if (o->extra_header) {
+        xbuf_puts(&h, o->extra_header);
+        xbuf_puts(&h, "\r\n");
+    }
+    char cl[48];
+    int n = snprintf(cl, sizeof cl, "Content-Length: %zu\r\n\r\n", r->body_len);
+    xbuf_append(&h, cl, (size_t)n);
+    r->head_len = h.len;
+    r->head = xbuf_take(&h);
+
     r->next = c->reqs;
     if (c->reqs)
         c->reqs->prev = r;
     c->reqs = r;
     c->pending++;
-
-    r->easy = c->nidle ? c->idle[--c->nidle] : curl_easy_init();
-    if (!r->easy) {
-        req_free(r);
-        return NULL;
-    }
-    /* The reference sends no Content-Type and no Expect: 100-continue. */
-    r->headers = curl_slist_append(r->headers, "Content-Type:");
-    r->headers = curl_slist_append(r->headers, "Expect:");
-    if (o->channel >= 0) {
-        char h[48];
-        snprintf(h, sizeof h, "Channel: %d", o->channel);
-        r->headers = curl_slist_append(r->headers, h);
-    }
-    if (o->token) {
-        char *h = xasprintf("Token: %s", o->token);
-        r->headers = curl_slist_append(r->headers, h);
-        free(h);
-    }
-    if (o->extra_header)
-        r->headers = curl_slist_append(r->headers, o->extra_header);
-    CURL *e = r->easy;
-    curl_easy_setopt(e, CURLOPT_URL, r->url);
-    curl_easy_setopt(e, CURLOPT_PRIVATE, r);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-    if (r->body_len > HC_BIG_BODY)
-        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, HC_BIG_UPLOAD_BUFFER);
-    if (strcmp(r->method, "POST") != 0)
-        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
-    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 2000L);
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, o->timeout_ms > 0 ? o->timeout_ms : 30000L);
-    curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_USERAGENT, "dilearn/" DILEARN_VERSION);
-    if (start_attempt(r) < 0) {
-        req_free(r);
-        return NULL;
-    }
+    c->in_send++;
+    start_attempt(r);
+    c->in_send--;
     return r;
 }
 
@@ -299,113 +1383,23 @@ void hc_cancel(hc_client *c, hc_req *r)
         req_drop(r);
 }
 
-static void forgotten_cb(void *data, const hc_result *res)
-{
-    (void)data;
-    (void)res;
-}
-
 void hc_forget(hc_client *c, hc_req *r)
 {
     (void)c;
     if (!r)
         return;
-    if (r->retry_timer) { /* between attempts: nothing in flight */
-        req_drop(r);
+    if (r->state == RS_WAITING || r->state == RS_RESOLVING || r->state == RS_CONNECTING) {
+        req_drop(r); /* nothing sent on a connection worth keeping */
         return;
     }
     void (*fd)(void *) = r->free_data;
     void *data = r->data;
-    r->cb = forgotten_cb;
+    r->forgotten = 1;
     r->data = NULL;
     r->free_data = NULL;
     r->retries_left = 0;
     if (fd)
         fd(data);
-}
-
-static int retryable(CURLcode rc)
-{
-    switch (rc) {
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_SEND_ERROR:
-    case CURLE_RECV_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_PARTIAL_FILE:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static void on_retry(ev_loop *loop, void *data)
-{
-    (void)loop;
-    hc_req *r = data;
-    r->retry_timer = NULL;
-    if (start_attempt(r) < 0) {
-        hc_result res = {0};
-        res.body = "";
-        res.error = "cannot restart the request";
-        res.attempts = r->attempts;
-        hc_cb cb = r->cb;
-        void *ud = r->data;
-        req_free(r);
-        cb(ud, &res);
-    }
-}
-
-static void finish(hc_req *r, CURLcode rc)
-{
-    hc_result res = {0};
-    char errbuf[256];
-    long status = 0;
-    if (rc == CURLE_OK) {
-        curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
-        res.status = status;
-        res.body = r->reply.data ? r->reply.data : "";
-        res.body_len = r->reply.len;
-    } else {
-        if (r->over_limit)
-            snprintf(errbuf, sizeof errbuf, "reply over the limit of %zu bytes", r->max_reply);
-        else
-            snprintf(errbuf, sizeof errbuf, "%s %s: %s (after %d attempt%s)", r->method, r->url,
-                     curl_easy_strerror(rc), r->attempts, r->attempts == 1 ? "" : "s");
-        res.error = errbuf;
-        res.body = "";
-    }
-    res.attempts = r->attempts;
-    res.seconds = (double)(ev_now_us() - r->start_us) / 1e6;
-    hc_cb cb = r->cb;
-    void *ud = r->data;
-    /* The reply buffer must outlive the callback: free after it. Unlink the
-     * request first so that the callback may cancel others freely. */
-    curl_multi_remove_handle(r->c->multi, r->easy);
-    cb(ud, &res);
-    req_free(r);
-}
-
-static void check_done(hc_client *c)
-{
-    CURLMsg *m;
-    int left;
-    while ((m = curl_multi_info_read(c->multi, &left))) {
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        hc_req *r = NULL;
-        CURLcode rc = m->data.result;
-        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&r);
-        if (!r)
-            continue;
-        if (rc != CURLE_OK && !r->over_limit && retryable(rc) && r->retries_left > 0) {
-            r->retries_left--;
-            curl_multi_remove_handle(c->multi, r->easy);
-            r->retry_timer = ev_timer_start(c->loop, (uint64_t)r->retry_wait_ms, on_retry, r);
-            continue;
-        }
-        finish(r, rc);
-    }
 }
 
 unsigned long long hc_bytes_out(const hc_client *c)

@@ -1,17 +1,33 @@
-/* hc: an asynchronous HTTP client on libcurl's multi interface, driven by an
- * ev loop. Many requests run at once on one thread; connections are reused
- * (keep-alive) and work with peers that close after every reply.
+/* hc: an asynchronous HTTP/1.1 client driven by an ev loop (our own, on
+ * non-blocking sockets: no libcurl). Many requests run at once on one
+ * thread; connections are pooled per host:port and reused (keep-alive), and
+ * peers that close after every reply (HTTP/1.0, Connection: close) work too.
+ * A request on a pooled connection is written at once from hc_send(), head
+ * and body in one sendmsg() from the caller's buffer (no copy of the body);
+ * a pooled connection the peer closed while idle is replaced, not counted as
+ * an attempt. Replies may have Content-Length, chunked or close-delimited
+ * bodies; 1xx heads are skipped. Host names are resolved off the loop (one
+ * resolver thread per client, results cached for 5 s); address literals,
+ * [v6] included, need no resolution, and localhost and *.localhost are the
+ * loopback (RFC 6761, as in curl). Only http:// URLs: https is refused
+ * (hc_send returns NULL), as is a URL with spaces or control bytes, or a
+ * token or extra header with CR/LF. Proxies (http_proxy) are not used.
  *
  * Requests are sent as the reference sends them: no Content-Type, a body for
  * every method, headers Token and Channel when given. A connection-level
- * failure (refused, reset, timed out, nothing received) is retried
- * `retries` times, `retry_wait_ms` apart; an HTTP status is never retried.
+ * failure (refused, reset, timed out, nothing received, cut short) is
+ * retried `retries` times, `retry_wait_ms` apart; an HTTP status is never
+ * retried, nor is a malformed reply or one over max_reply. Timeouts count
+ * per attempt: connect_timeout_ms for the connection, timeout_ms for the
+ * whole attempt (connecting, sending, receiving).
  *
  * Ownership: hc_send() takes over opts->body (heap, freed by hc). The result
  * passed to the callback is borrowed for the call. A request handle is valid
  * until its callback starts or hc_cancel() returns; the callback is then never
- * called. A function that fails never calls the callback.
- * Threading: the loop's thread only. */
+ * called. A function that fails never calls the callback, and hc_send()
+ * never calls it before returning.
+ * Threading: the loop's thread only (the resolver thread touches none of
+ * the client's state but its queue). */
 #ifndef HC_H
 #define HC_H
 
