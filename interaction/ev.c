@@ -39,6 +39,8 @@ struct ev_loop {
     ev_timer **heap;
     size_t heap_len, heap_cap;
     uint64_t seq;
+    ev_timer *spare; /* freed timer records, reused (a list through .data) */
+    size_t nspare;
     int sigfd;
     sigset_t sigmask;
     sig_watch sigs[32];
@@ -77,6 +79,11 @@ void ev_loop_free(ev_loop *l)
     for (size_t i = 0; i < l->heap_len; i++)
         free(l->heap[i]);
     free(l->heap);
+    while (l->spare) {
+        ev_timer *t = l->spare;
+        l->spare = t->data;
+        free(t);
+    }
     free(l->fds);
     if (l->sigfd >= 0)
         close(l->sigfd);
@@ -192,9 +199,30 @@ static void heap_remove(ev_loop *l, size_t i)
     }
 }
 
+/* Timer records are kept for reuse: most requests and tasks start one and
+ * stop it soon after, and a malloc/free pair each costs more than the heap. */
+#define EV_SPARE_MAX 4096u
+
+static void timer_release(ev_loop *l, ev_timer *t)
+{
+    if (l->nspare >= EV_SPARE_MAX) {
+        free(t);
+        return;
+    }
+    t->data = l->spare;
+    l->spare = t;
+    l->nspare++;
+}
+
 ev_timer *ev_timer_start(ev_loop *l, uint64_t delay_ms, ev_timer_cb cb, void *data)
 {
-    ev_timer *t = xmalloc(sizeof *t);
+    ev_timer *t = l->spare;
+    if (t) {
+        l->spare = t->data;
+        l->nspare--;
+    } else {
+        t = xmalloc(sizeof *t);
+    }
     t->due_us = ev_now_us() + delay_ms * 1000u;
     t->seq = l->seq++;
     t->cb = cb;
@@ -214,7 +242,7 @@ void ev_timer_stop(ev_loop *l, ev_timer *t)
     if (!t)
         return;
     heap_remove(l, t->heap_index);
-    free(t);
+    timer_release(l, t);
 }
 
 /* Runs every timer that is due; timers added meanwhile with a zero delay run
@@ -228,7 +256,7 @@ static void run_timers(ev_loop *l)
         heap_remove(l, 0);
         ev_timer_cb cb = t->cb;
         void *data = t->data;
-        free(t);
+        timer_release(l, t);
         cb(l, data);
     }
 }
