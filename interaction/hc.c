@@ -79,11 +79,14 @@ struct hc_req {
     hc_peer *p;
     hc_conn *conn;
     enum req_state state;
-    char *head; /* the request head, built once */
+    char *head; /* the request head, built once, and opts->body_prefix */
     size_t head_len;
+    size_t head_body; /* where the prefix starts in head */
     char *body;
     size_t body_len;
-    size_t sent; /* of head + body, this attempt */
+    char *tail; /* opts->body_suffix, copied */
+    size_t tail_len;
+    size_t sent; /* of head + body + tail, this attempt */
     int is_head; /* a HEAD request: the reply has no body */
     char *what;  /* "METHOD url", for messages */
     /* the reply */
@@ -356,6 +359,7 @@ static void req_free(hc_req *r)
     peer_unref(c, r->p);
     free(r->head);
     free(r->body);
+    free(r->tail);
     free(r->what);
     free(r->in);
     xbuf_free(&r->dechunked);
@@ -529,7 +533,7 @@ static void start_attempt(hc_req *r)
     r->fresh_retried = 0;
     reply_reset(r);
     r->attempt_start_ms = ev_now_ms();
-    r->c->bytes_out += r->body_len;
+    r->c->bytes_out += r->head_len - r->head_body + r->body_len + r->tail_len;
     hc_conn *k;
     while ((k = conn_take_idle(p))) {
         k->req = r;
@@ -581,22 +585,20 @@ static int read_reply(hc_req *r);
 static void send_more(hc_req *r)
 {
     hc_conn *k = r->conn;
-    size_t total = r->head_len + r->body_len;
+    const struct iovec piece[3] = {{r->head, r->head_len}, {r->body, r->body_len}, {r->tail, r->tail_len}};
+    size_t total = r->head_len + r->body_len + r->tail_len;
     while (r->sent < total) {
-        struct iovec iov[2];
+        struct iovec iov[3];
         int n = 0;
-        if (r->sent < r->head_len) {
-            iov[n].iov_base = r->head + r->sent;
-            iov[n].iov_len = r->head_len - r->sent;
-            n++;
-            if (r->body_len) {
-                iov[n].iov_base = r->body;
-                iov[n].iov_len = r->body_len;
-                n++;
+        size_t skip = r->sent;
+        for (int i = 0; i < 3; i++) {
+            if (skip >= piece[i].iov_len) {
+                skip -= piece[i].iov_len;
+                continue;
             }
-        } else {
-            iov[n].iov_base = r->body + (r->sent - r->head_len);
-            iov[n].iov_len = total - r->sent;
+            iov[n].iov_base = (char *)piece[i].iov_base + skip;
+            iov[n].iov_len = piece[i].iov_len - skip;
+            skip = 0;
             n++;
         }
         struct msghdr mh = {0};
@@ -1353,9 +1355,10 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     size_t tlen = o->token ? strlen(o->token) : 0, xlen = o->extra_header ? strlen(o->extra_header) : 0;
     char chan[32] = "", clen[48];
     int chl = o->channel >= 0 ? snprintf(chan, sizeof chan, "Channel: %d\r\n", o->channel) : 0;
-    int cll = snprintf(clen, sizeof clen, "Content-Length: %zu\r\n\r\n", r->body_len);
-    size_t hl = mlen + 1 + (size_t)slash + plen + sizeof ua - 1 + keylen + sizeof ua2 - 1 +
-                (o->token ? 9 + tlen : 0) + (size_t)chl + (o->extra_header ? xlen + 2 : 0) + (size_t)cll;
+    size_t pre = o->body_prefix ? o->body_prefix_len : 0, post = o->body_suffix ? o->body_suffix_len : 0;
+    int cll = snprintf(clen, sizeof clen, "Content-Length: %zu\r\n\r\n", pre + r->body_len + post);
+    size_t hl = mlen + 1 + (size_t)slash + plen + sizeof ua - 1 + keylen + sizeof ua2 - 1 + (o->token ? 9 + tlen : 0) +
+                (size_t)chl + (o->extra_header ? xlen + 2 : 0) + (size_t)cll + pre;
     char *h = xmalloc(hl + 1), *w = h;
 #define PUT(p, n) (memcpy(w, (p), (n)), w += (n))
     PUT(method, mlen);
@@ -1377,10 +1380,18 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
         PUT("\r\n", 2);
     }
     PUT(clen, (size_t)cll);
+    r->head_body = (size_t)(w - h);
+    if (pre)
+        PUT(o->body_prefix, pre);
 #undef PUT
     *w = '\0';
     r->head = h;
     r->head_len = hl;
+    if (post) {
+        r->tail = xmalloc(post);
+        memcpy(r->tail, o->body_suffix, post);
+        r->tail_len = post;
+    }
 
     r->next = c->reqs;
     if (c->reqs)

@@ -57,6 +57,13 @@ typedef struct {
     int channel;          /* Channel header; < 0: none */
     char *body;           /* taken over; NULL sends "{}" */
     size_t body_len;
+    /* Sent before and after the body (copied; NULL: none), so that a
+     * large body need not be moved to wrap it: the request body on the wire
+     * is prefix, body, suffix. */
+    const char *body_prefix;
+    size_t body_prefix_len;
+    const char *body_suffix;
+    size_t body_suffix_len;
     const char *extra_header; /* one raw "Name: value" line, or NULL */
     long connect_timeout_ms;  /* 0: 2000 */
     long timeout_ms;          /* whole transfer; 0: 30000 */

@@ -259,6 +259,21 @@ static void the_wire_carries_the_reference_headers(void **state)
     assert_non_null(strstr(q, "\r\nContent-Length: 8\r\n\r\n{\"k\": 1}"));
     assert_null(strstr(q, "Content-Type"));
     assert_null(strstr(q, "Expect"));
+    /* prefix and suffix wrap the body on the wire, counted in its length */
+    hc_opts_init(&o);
+    o.method = "PUT";
+    o.body = xstrdup("[1, 2]");
+    o.body_len = 6;
+    o.body_prefix = "{\"data\": ";
+    o.body_prefix_len = 9;
+    o.body_suffix = "}";
+    o.body_suffix_len = 1;
+    r = run(f, url, &o);
+    assert_null(r.error);
+    out_free(&r);
+    assert_non_null(strstr(f->s.last_request.data, "\r\nContent-Length: 16\r\n\r\n{\"data\": [1, 2]}"));
+    assert_int_equal(f->s.last_request.len,
+                     strstr(f->s.last_request.data, "\r\n\r\n") + 4 + 16 - f->s.last_request.data);
     /* A GET carries "{}" when no body is given, as the reference does. */
     r = run(f, f->url, NULL);
     out_free(&r);
