@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # ThreadSanitizer on the tests that use threads (build-tsan/, -DSANITIZE=thread).
-# The project's code is single-threaded (one event loop per process, MHD in
-# external-epoll mode, libcurl multi); the only threads are
+# The project's code runs one event loop per process, on one thread, with
+# our own HTTP server and client on it; the only threads are
+#  - hc's resolver thread (one per client, started at the first host name
+#    that is neither an address nor *.localhost), which shares only its job
+#    queue, under a mutex, with the loop: test_hc resolves this machine's
+#    name through it;
 #  - test_bad_input's fake peers (pthreads sharing state with the test
-#    thread under a mutex): the one test that starts threads itself;
-#  - libcurl's threaded resolver, which runs only for host names that are
-#    neither numeric nor *.localhost: not hit by any test today (strace:
-#    no clone(CLONE_THREAD) in any project process of the suite), so the
-#    Kubernetes scenarios (operator at 127.0.0.1, learners at
-#    learnerN.localhost) and the aggregator's end-to-end test run here as
-#    the guard for when a name does get resolved.
+#    thread under a mutex): the one test that starts threads itself.
+# The Kubernetes scenarios (operator at 127.0.0.1, learners at
+# learnerN.localhost) and the aggregator's end-to-end test run here too.
 # Every process (tests and the executables they start, all TSan-built)
 # writes its reports to out/tsan/; any report fails the run.
 set -euo pipefail
@@ -23,7 +23,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSANITIZE=thread
 cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" >/dev/null
 rm -rf "$OUT"
 mkdir -p "$OUT"
-TESTS='^(test_bad_input|test_aggregator_e2e|scenario_k8s_.*|scenario_operator_.*)$'
+TESTS='^(test_hc|test_bad_input|test_aggregator_e2e|scenario_k8s_.*|scenario_operator_.*)$'
 rc=0
 (cd "$BUILD" && TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:log_path=$OUT/tsan" \
     ctest --output-on-failure -j "${JOBS:-$(nproc)}" --timeout 600 -R "$TESTS") >"$OUT/ctest.txt" 2>&1 || rc=$?
