@@ -20,7 +20,7 @@
 #include "xalloc.h"
 
 /* A /task/new request as curl sends it for a get-data task (header block
- * about 230 bytes, body about 100) and MHD's reply (about 190 bytes). */
+ * about 230 bytes, body about 100) and hs's reply (about 190 bytes). */
 static const char REQ_BODY[] =
     "{\"task\": {\"id\": \"0f8fad5b-d9cb-469f-a165-70867728950e\"}, \"data\": {\"name\": \"learner_get_data_task\"}}";
 static const char REPLY_BODY[] = "{\"code\":0,\"data\":null,\"message\":\"Task received!\",\"success\":true}\n";

@@ -1356,7 +1356,10 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     char chan[32] = "", clen[48];
     int chl = o->channel >= 0 ? snprintf(chan, sizeof chan, "Channel: %d\r\n", o->channel) : 0;
     size_t pre = o->body_prefix ? o->body_prefix_len : 0, post = o->body_suffix ? o->body_suffix_len : 0;
-    int cll = snprintf(clen, sizeof clen, "Content-Length: %zu\r\n\r\n", pre + r->body_len + post);
+    size_t length = pre + r->body_len + post;
+    if (o->declared_length > length)
+        length = o->declared_length;
+    int cll = snprintf(clen, sizeof clen, "Content-Length: %zu\r\n\r\n", length);
     size_t hl = mlen + 1 + (size_t)slash + plen + sizeof ua - 1 + keylen + sizeof ua2 - 1 + (o->token ? 9 + tlen : 0) +
                 (size_t)chl + (o->extra_header ? xlen + 2 : 0) + (size_t)cll + pre;
     char *h = xmalloc(hl + 1), *w = h;

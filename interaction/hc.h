@@ -65,6 +65,9 @@ typedef struct {
     const char *body_suffix;
     size_t body_suffix_len;
     const char *extra_header; /* one raw "Name: value" line, or NULL */
+    size_t declared_length;   /* fault injection: a Content-Length larger
+                                 than the body, so that the peer waits for
+                                 bytes that never come; 0: the true one */
     long connect_timeout_ms;  /* 0: 2000 */
     long timeout_ms;          /* whole transfer; 0: 30000 */
     int retries;              /* connection-level retries; -1: 5 */

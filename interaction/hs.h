@@ -1,17 +1,43 @@
-/* hs: an HTTP/1.1 server on libmicrohttpd, driven by an ev loop (MHD in
- * external-epoll mode: no thread of its own).
+/* hs: an HTTP/1.1 server of its own, driven by an ev loop: non-blocking
+ * sockets registered on the loop directly, one state machine per connection,
+ * no thread and no library.
  *
- * Every request body is read by Content-Length whatever the method (GET and
- * DELETE carry bodies in this protocol) and handed to the handler whole; a
- * body over the limit is answered 413 with the protocol's JSON envelope
- * (before it is read when Content-Length says so; a chunked body is read and
- * dropped up to another limit's worth, then answered, or cut off). Request
- * heads are limited to MHD's per-connection memory (431 beyond it).
- * Connections are kept alive.
+ * Requests: any token method is handed to the handler (a HEAD reply carries
+ * no body). Every request body is read by Content-Length whatever the method
+ * (GET and DELETE carry bodies in this protocol), or decoded when chunked,
+ * and handed to the handler whole. Expect: 100-continue is answered
+ * "100 Continue" before the body is read. The head (request line and
+ * headers, at most 64 KiB and 100 header lines: 431 beyond) is parsed in
+ * place in the connection's input buffer; the path is %-decoded and query
+ * arguments are decoded like HTML forms ('+' is a space, %XX).
+ *
+ * Body memory: a declared Content-Length (at most body_limit) is allocated
+ * exactly, once: at once up to 1 MiB, a larger one when the first bytes of
+ * the body arrive (a peer that sends a head only is promised nothing large);
+ * the rest of the body is received straight into that buffer. A body over
+ * the limit is answered 413 with the protocol's JSON envelope (before it is
+ * read when Content-Length says so; a chunked body is read and dropped up to
+ * another limit's worth, then answered, or cut off).
+ *
+ * Framing errors are answered with the JSON envelope, its code being the
+ * status, and the connection is closed: malformed request line or header
+ * 400, bad or conflicting Content-Length 400, bad chunked encoding 400,
+ * Content-Length with Transfer-Encoding 400, another transfer coding 501,
+ * head too large 431, HTTP version other than 1.0/1.1 505.
+ *
+ * Connections: HTTP/1.1 ones are kept alive unless the request says
+ * "Connection: close"; HTTP/1.0 ones are closed after the reply unless it
+ * says "keep-alive". Pipelined requests are answered in order: the next one
+ * is parsed only after the reply to the previous one is sent (and not while
+ * a request is deferred). A reply is sent with one sendmsg() (head, then the
+ * handler's body, not copied); the rest waits for the socket. Replies carry
+ * Date, Content-Type and Content-Length (and Server if configured). After a
+ * final reply the server drains what the peer still sends (at most 1 MiB,
+ * about 2 s) before it closes, so that the reply is not lost to a reset.
  *
  * Ownership: the request and everything it points to is borrowed for the
- * duration of the handler call. The handler hands the reply body over with
- * hs_reply(): the server frees it.
+ * duration of the handler call (or until hs_reply() for a deferred one). The
+ * handler hands the reply body over with hs_reply(): the server frees it.
  * Threading: everything runs on the loop's thread. */
 #ifndef HS_H
 #define HS_H
@@ -25,27 +51,33 @@ typedef struct hs_server hs_server;
 typedef struct hs_request hs_request;
 
 /* Called once per complete request. It must call hs_reply() exactly once
- * before returning (if it does not, the server answers 500). */
+ * before returning, or hs_defer() (if it does neither, the server answers
+ * 500 with the JSON envelope). */
 typedef void (*hs_handler)(void *data, hs_request *req);
 
 typedef struct {
-    const char *host;          /* address to bind; NULL: "127.0.0.1" */
+    const char *host;          /* address to bind (IPv4, IPv6 literal, or a
+                                  name: its first address; IPv6 sockets are
+                                  IPv6-only); NULL: "127.0.0.1" */
     int port;                  /* 0: let the kernel pick */
     int listen_fd;             /* >= 0: use this already listening socket
-                                  (host/port ignored); -1 otherwise. Taken
+                                  (host/port ignored; made non-blocking);
+                                  -1 otherwise. Taken
                                   over: closed by hs_stop(), and by
                                   hs_start() when it fails. */
     size_t body_limit;         /* 0: 256 MiB */
-    unsigned connection_limit; /* 0: 4096 */
-    unsigned per_ip_limit;     /* 0: no per-address limit */
-    unsigned idle_timeout_s;   /* 0: 30 s. A connection that stays silent
-                                  this long is closed (MHD's timeout, reset
-                                  by every byte), and so is one that has not
-                                  sent a whole request head within this time
-                                  of its opening or of its previous reply
-                                  (a peer dribbling its headers). Idle
-                                  connections whose peer hung up are closed
-                                  within a second. */
+    unsigned connection_limit; /* 0: 4096; beyond it new connections are
+                                  accepted and closed at once */
+    unsigned per_ip_limit;     /* 0: no per-address limit (else likewise) */
+    unsigned idle_timeout_s;   /* 0: 30 s. A connection that has not sent a
+                                  whole request head within this time of its
+                                  opening or of its previous reply is closed
+                                  (an idle keep-alive connection, or a peer
+                                  dribbling its headers), and so is one that
+                                  stays silent this long while its body is
+                                  read or its reply written (reset by every
+                                  byte). Checked once a second. A peer that
+                                  hangs up is seen at once. */
     const char *server_header; /* NULL: none */
 } hs_config;
 
@@ -92,13 +124,14 @@ void hs_defer(hs_request *r);
 /* Shorthand: a JSON string body (strlen). */
 void hs_reply_json(hs_request *r, int status, char *json);
 
-/* Requests that ended before their handler ran (the peer hung up in the
- * middle of the headers or body, or a timeout): cb gets the request
- * (method, path, headers usable; no body) and may not reply. Optional. */
+/* Requests whose head arrived but that ended before their handler ran (the
+ * peer hung up in the middle of the body, an error, or a timeout; not
+ * hs_stop()): cb gets the request (method, path, headers usable; no body)
+ * and may not reply. Optional. */
 typedef void (*hs_abort_handler)(void *data, hs_request *req);
 void hs_set_abort_handler(hs_server *s, hs_abort_handler cb, void *data);
 
-/* Byte counters since start (for metrics). */
+/* Byte counters since start (for metrics): request and reply bodies. */
 unsigned long long hs_bytes_in(const hs_server *s);
 unsigned long long hs_bytes_out(const hs_server *s);
 

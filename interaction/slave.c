@@ -531,7 +531,6 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
     hc_opts o;
     hc_opts_init(&o);
     char *url = xasprintf("%s%s", s->master_address, path);
-    char hdr[64];
     o.method = "PUT";
     o.url = url;
     o.token = s->master_token;
@@ -542,8 +541,7 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
     o.retry_wait_ms = s->cfg.retry_wait_ms;
     o.timeout_ms = s->cfg.request_timeout_ms;
     if (declared > len) {
-        snprintf(hdr, sizeof hdr, "Content-Length: %zu", declared);
-        o.extra_header = hdr;
+        o.declared_length = declared;
         o.retries = 0;
         o.timeout_ms = 500;
     }

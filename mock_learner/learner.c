@@ -496,7 +496,8 @@ static int start_listening(learner *l, char *err, size_t errlen)
     };
     l->slave = slave_new(l->env.loop, &sc, &cbs, l, err, errlen);
     if (!l->slave) {
-        /* libmicrohttpd may or may not have closed the socket. */
+        /* hs_start() closes the socket when it fails (hs.h), but slave_new()
+         * may fail before it: close it here too (at worst EBADF). */
         close(l->fd);
         l->fd = -1;
         return -1;

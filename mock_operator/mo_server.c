@@ -196,9 +196,8 @@ static hs_server *start_http(mo_server *s, int port, hs_handler handler, int *fd
 static void stop_http(hs_server *h, int *fd)
 {
     hs_stop(h);
-    /* libmicrohttpd closes a socket given with MHD_OPTION_LISTEN_SOCKET when
-     * it stops; hs.h does not say so, so make sure (nothing can have reused
-     * the number in between: one thread). */
+    /* hs_stop() closes a socket given as listen_fd (hs.h); make sure anyway
+     * (nothing can have reused the number in between: one thread). */
     if (*fd >= 0 && fcntl(*fd, F_GETFD) >= 0)
         close(*fd);
     *fd = -1;

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "hc.h"
+#include "hs.h"
 #include "jsonx.h"
 #include "master.h"
 #include "proto.h"
@@ -798,6 +801,312 @@ static void envelope_is_compact_sorted_with_newline(void **state)
     free(e);
 }
 
+/* ---- hs itself, over raw sockets: framing, pipelining, keep-alive ---- */
+
+typedef struct {
+    int requests, aborts;
+    hs_request *deferred;
+} hs_fx;
+
+static bool hs_cat_query(void *data, const char *k, const char *v)
+{
+    xbuf *b = data;
+    xbuf_printf(b, "[%s=%s]", k, v ? v : "(null)");
+    return true;
+}
+
+/* Echoes what it saw; "/defer" is deferred, "/none" gets no reply. */
+static void hs_echo(void *data, hs_request *r)
+{
+    hs_fx *f = data;
+    f->requests++;
+    if (strcmp(hs_path(r), "/defer") == 0) {
+        f->deferred = r;
+        hs_defer(r);
+        return;
+    }
+    if (strcmp(hs_path(r), "/none") == 0)
+        return;
+    xbuf b = {0};
+    if (strcmp(hs_path(r), "/len") == 0) {
+        unsigned long sum = 0;
+        for (size_t i = 0; i < hs_body_len(r); i++)
+            sum = sum * 31 + (unsigned char)hs_body(r)[i];
+        xbuf_printf(&b, "len=%zu sum=%lu nul=%d.", hs_body_len(r), sum, hs_body(r)[hs_body_len(r)] == '\0');
+        size_t n = b.len;
+        hs_reply(r, 200, "text/plain", xbuf_take(&b), n);
+        return;
+    }
+    xbuf_printf(&b, "%s %s ", hs_method(r), hs_path(r));
+    hs_query_foreach(r, hs_cat_query, &b);
+    const char *h = hs_header(r, "x-TEST");
+    xbuf_printf(&b, " h=%s body=%.*s.", h ? h : "(null)", (int)hs_body_len(r), hs_body(r));
+    size_t n = b.len;
+    hs_reply(r, 200, "text/plain", xbuf_take(&b), n);
+}
+
+static void hs_on_abort(void *data, hs_request *r)
+{
+    hs_fx *f = data;
+    (void)r;
+    f->aborts++;
+}
+
+static int raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Sends req (half-closing if asked), runs the loop and collects what comes
+ * back until EOF, or until `until` appears in it (cap 5 s). */
+static int raw_rounds = 1000; /* of 5 ms */
+
+static char *raw_exchange(ev_loop *loop, int fd, const char *req, bool halfclose, const char *until, bool *eof)
+{
+    size_t len = strlen(req);
+    if (len)
+        assert_int_equal(send(fd, req, len, MSG_NOSIGNAL), (ssize_t)len);
+    if (halfclose)
+        shutdown(fd, SHUT_WR);
+    xbuf b = {0};
+    xbuf_append(&b, "", 0);
+    *eof = false;
+    for (int i = 0; i < raw_rounds && !*eof && !(until && strstr(b.data, until)); i++) {
+        tu_run_for(loop, 5);
+        char tmp[4096];
+        ssize_t n;
+        while ((n = recv(fd, tmp, sizeof tmp, MSG_DONTWAIT)) > 0)
+            xbuf_append(&b, tmp, (size_t)n);
+        if (n == 0 || (n < 0 && errno != EAGAIN))
+            *eof = true;
+    }
+    return xbuf_take(&b);
+}
+
+static int count_of(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+static void hs_speaks_http11_on_its_own(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_loop_new();
+    hs_config cfg;
+    hs_config_init(&cfg);
+    cfg.server_header = "dilearn-test";
+    cfg.body_limit = 1000;
+    hs_fx f = {0};
+    char err[200];
+    hs_server *s = hs_start(loop, &cfg, hs_echo, &f, err, sizeof err);
+    assert_non_null(s);
+    hs_set_abort_handler(s, hs_on_abort, &f);
+    int port = hs_port(s);
+    bool eof;
+
+    /* pipelined: a query, a chunked body, HEAD, then half-close */
+    int fd = raw_connect(port);
+    char *out = raw_exchange(loop, fd,
+                             "GET /a%20b?x=1+2&y=%41%42&flag&e= HTTP/1.1\r\nHost: x\r\nX-Test:  hi there \r\n\r\n"
+                             "\r\nPOST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;ext=1\r\nde\r\n0\r\n"
+                             "Trailer: t\r\n\r\n"
+                             "HEAD /h HTTP/1.1\r\n\r\n",
+                             true, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    assert_int_equal(count_of(out, "HTTP/1.1 200 OK\r\n"), 3);
+    assert_int_equal(count_of(out, "\r\nServer: dilearn-test\r\n"), 3);
+    assert_int_equal(count_of(out, "\r\nDate: "), 3);
+    assert_non_null(strstr(out, "GET /a b [x=1 2][y=AB][flag=(null)][e=] h=hi there body=."));
+    char *c = strstr(out, "POST /c  h=(null) body=abcde.");
+    assert_non_null(c);
+    char *h = strstr(c, "HTTP/1.1 200 OK");
+    assert_non_null(h);
+    char cl[40];
+    snprintf(cl, sizeof cl, "Content-Length: %zu\r\n", strlen("HEAD /h  h=(null) body=."));
+    assert_non_null(strstr(h, cl));
+    assert_true(out[strlen(out) - 1] == '\n' && strstr(h, "\r\n\r\n")[4] == '\0'); /* HEAD: no body */
+    free(out);
+
+    /* an empty line between requests, split after its CR */
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "GET /one HTTP/1.1\r\n\r\n\r", false, "body=.", &eof);
+    free(out);
+    out = raw_exchange(loop, fd, "\nGET /two HTTP/1.1\r\n\r\n", true, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    assert_non_null(strstr(out, "GET /two "));
+    free(out);
+
+    /* HTTP/1.0 closes unless asked; keep-alive asked is kept */
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "GET /old HTTP/1.0\r\n\r\n", false, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    assert_non_null(strstr(out, "HTTP/1.0 200 OK\r\n"));
+    assert_non_null(strstr(out, "Connection: close\r\n"));
+    free(out);
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "GET /old HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", false, "body=.", &eof);
+    assert_false(eof);
+    assert_non_null(strstr(out, "Connection: keep-alive\r\n"));
+    free(out);
+    /* ... and HTTP/1.1 Connection: close is honoured */
+    out = raw_exchange(loop, fd, "GET /close HTTP/1.1\r\nConnection: keep-alive, close\r\n\r\n", false, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    free(out);
+
+    /* Expect: 100-continue, then the body */
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "PUT /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n", false,
+                       "\r\n\r\n", &eof);
+    assert_string_equal(out, "HTTP/1.1 100 Continue\r\n\r\n");
+    free(out);
+    out = raw_exchange(loop, fd, "hello", false, "body=hello.", &eof);
+    assert_non_null(strstr(out, "PUT /e  h=(null) body=hello."));
+    free(out);
+    /* over the limit with 100-continue: 413 at once, no 100 */
+    out = raw_exchange(loop, fd, "PUT /e HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5000\r\n\r\n", false,
+                       NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    assert_null(strstr(out, "100 Continue"));
+    assert_non_null(strstr(out, "HTTP/1.1 413 "));
+    assert_non_null(strstr(out, "\"code\":413"));
+    free(out);
+
+    /* a deferred request holds back the pipelined one behind it */
+    fd = raw_connect(port);
+    f.deferred = NULL;
+    raw_rounds = 40;
+    out = raw_exchange(loop, fd, "GET /defer HTTP/1.1\r\n\r\nGET /after HTTP/1.1\r\n\r\n", false, "body=.", &eof);
+    raw_rounds = 1000;
+    assert_string_equal(out, ""); /* ran for the whole cap: nothing */
+    free(out);
+    assert_non_null(f.deferred);
+    assert_string_equal(hs_path(f.deferred), "/defer");
+    hs_reply(f.deferred, 202, NULL, xstrdup("{}"), 2);
+    out = raw_exchange(loop, fd, "", true, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    char *first = strstr(out, "HTTP/1.1 202 Accepted"), *second = strstr(out, "GET /after");
+    if (!first || !second)
+        fail_msg("deferred then pipelined: got %s", out);
+    assert_true(first < second);
+    free(out);
+
+    /* no reply from the handler: 500 with the envelope */
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "GET /none HTTP/1.1\r\n\r\n", true, NULL, &eof);
+    close(fd);
+    assert_non_null(strstr(out, "HTTP/1.1 500 "));
+    assert_non_null(strstr(out, "\"code\":500"));
+    free(out);
+
+    /* framing errors: envelopes, then close */
+    static const struct {
+        const char *req;
+        const char *status;
+    } bad[] = {
+        {"GET / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n", "HTTP/1.1 400 "},
+        {"GET / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.1 400 "},
+        {"GET / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501 "},
+        {"GET / HTTP/3.0\r\n\r\n", "HTTP/1.1 505 "},
+        {"GET / HTTP/1.1\r\n folded\r\n\r\n", "HTTP/1.1 400 "},
+        {"G(T / HTTP/1.1\r\n\r\n", "HTTP/1.1 400 "},
+        {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1x\r\n", "HTTP/1.1 400 "},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        fd = raw_connect(port);
+        out = raw_exchange(loop, fd, bad[i].req, false, NULL, &eof);
+        close(fd);
+        if (!strstr(out, bad[i].status) || !strstr(out, "\"success\":false"))
+            fail_msg("%s: got %s", bad[i].req, out);
+        assert_true(eof);
+        free(out);
+    }
+    /* a chunked body over the limit: read, dropped, 413, connection kept */
+    fd = raw_connect(port);
+    xbuf big = {0};
+    xbuf_puts(&big, "POST /big HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 3; i++) {
+        xbuf_puts(&big, "180\r\n");
+        for (int j = 0; j < 0x180; j++)
+            xbuf_puts(&big, "x");
+        xbuf_puts(&big, "\r\n");
+    }
+    xbuf_puts(&big, "0\r\n\r\nGET /next HTTP/1.1\r\n\r\n");
+    out = raw_exchange(loop, fd, big.data, true, NULL, &eof);
+    close(fd);
+    xbuf_free(&big);
+    assert_non_null(strstr(out, "HTTP/1.1 413 "));
+    assert_non_null(strstr(out, "GET /next"));
+    free(out);
+
+    /* the abort handler: a head, part of its body, then the peer leaves */
+    assert_int_equal(f.aborts, 1); /* the bad chunk size above */
+    f.aborts = 0;
+    int before = f.requests;
+    fd = raw_connect(port);
+    out = raw_exchange(loop, fd, "POST /cut HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc", true, NULL, &eof);
+    close(fd);
+    assert_true(eof);
+    assert_string_equal(out, "");
+    free(out);
+    assert_int_equal(f.aborts, 1);
+    assert_int_equal(f.requests, before);
+
+    hs_stop(s);
+
+    /* a large body: head first, then 3 MiB (allocated when it starts to
+     * arrive), sent as fast as the server takes it */
+    hs_config_init(&cfg);
+    s = hs_start(loop, &cfg, hs_echo, &f, err, sizeof err);
+    assert_non_null(s);
+    fd = raw_connect(hs_port(s));
+    size_t blen = (size_t)3 << 20;
+    char *body = xmalloc(blen);
+    unsigned long sum = 0;
+    for (size_t i = 0; i < blen; i++) {
+        body[i] = (char)('a' + i % 23);
+        sum = sum * 31 + (unsigned char)body[i];
+    }
+    char head[100];
+    snprintf(head, sizeof head, "POST /len HTTP/1.1\r\nContent-Length: %zu\r\n\r\n", blen);
+    raw_rounds = 20;
+    out = raw_exchange(loop, fd, head, false, NULL, &eof);
+    raw_rounds = 1000;
+    assert_string_equal(out, ""); /* ran the loop for a while: nothing yet */
+    free(out);
+    for (size_t sent = 0; sent < blen;) {
+        ssize_t n = send(fd, body + sent, blen - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (n > 0)
+            sent += (size_t)n;
+        else
+            assert_true(n < 0 && errno == EAGAIN);
+        tu_run_for(loop, 1);
+    }
+    char want[100];
+    snprintf(want, sizeof want, "len=%zu sum=%lu nul=1.", blen, sum);
+    out = raw_exchange(loop, fd, "", false, want, &eof);
+    assert_non_null(strstr(out, want));
+    free(out);
+    close(fd);
+    free(body);
+    hs_stop(s);
+    ev_loop_free(loop);
+}
+
 static void uuids_and_channels_parse_like_the_reference(void **state)
 {
     (void)state;
@@ -822,6 +1131,7 @@ int main(void)
         cmocka_unit_test(tokens_are_64_hex_and_compared_exactly),
         cmocka_unit_test(envelope_is_compact_sorted_with_newline),
         cmocka_unit_test(uuids_and_channels_parse_like_the_reference),
+        cmocka_unit_test(hs_speaks_http11_on_its_own),
         cmocka_unit_test_setup_teardown(task_completes_with_the_slave_result, setup, teardown),
         cmocka_unit_test_setup_teardown(task_completed_later_from_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(task_failed_by_the_slave, setup, teardown),
