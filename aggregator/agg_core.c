@@ -1,4 +1,5 @@
 /* agg_core: learners, the coordinator's tasks, fan-out, split and merge. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,7 +249,7 @@ typedef struct job {
     uint64_t start_us;
 } job;
 
-static void start_task(agg *a, const char *task_id, const cJSON *data);
+static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text);
 
 static void job_free(job *j)
 {
@@ -287,6 +288,28 @@ static void report(agg *a, const char *task_id, const char *name, uint64_t start
     }
 }
 
+/* The aggregator keeps freed memory for the next round (main.c: large
+ * batches would page-fault in again every round otherwise); once no task
+ * has come for this long, it goes back to the system, so that the
+ * resident size after a big batch does not stay high forever. */
+#define TRIM_IDLE_MS 2000
+
+static void on_trim_idle(ev_loop *loop, void *data)
+{
+    (void)loop;
+    agg *a = data;
+    a->trim_timer = NULL;
+    if (!a->job)
+        malloc_trim(0);
+}
+
+static void trim_when_idle(agg *a)
+{
+    if (a->trim_timer)
+        ev_timer_stop(a->loop, a->trim_timer);
+    a->trim_timer = ev_timer_start(a->loop, TRIM_IDLE_MS, on_trim_idle, a);
+}
+
 static void job_end(job *j, bool ok, cJSON *result)
 {
     agg *a = j->a;
@@ -297,12 +320,13 @@ static void job_end(job *j, bool ok, cJSON *result)
     if (a->job == j)
         a->job = NULL;
     job_free(j);
+    trim_when_idle(a);
     if (!a->job && a->queued_id && !a->stopping) {
         char *id = a->queued_id;
         cJSON *data = a->queued_data;
         a->queued_id = NULL;
         a->queued_data = NULL;
-        start_task(a, id, data);
+        start_task(a, id, data, NULL); /* refs were resolved when it was queued */
         free(id);
         cJSON_Delete(data);
     }
@@ -474,8 +498,9 @@ static job *job_new(agg *a, const char *task_id, const char *name, job_kind kind
     return j;
 }
 
-/* Sends one sub-task; a send that cannot start counts as a failed learner. */
-static void sub_send(job *j, size_t i, learner *l, char *data, size_t len)
+/* Sends one sub-task; a send that cannot start counts as a failed learner.
+ * framed: data has the room of master_task_send_framed() around it. */
+static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool framed)
 {
     agg *a = j->a;
     sub *s = &j->subs[i];
@@ -483,7 +508,8 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len)
     s->learner_id = xstrdup(l->id); // NOLINT(clang-analyzer-core.NullDereference): start_learn returns when one is gone
     char err[256];
     long deadline = a->plant == PLANT_NO_DEADLINE ? -1 : a->cfg.task_deadline_ms;
-    s->task = master_task_send(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
+    s->task = framed ? master_task_send_framed(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err)
+                     : master_task_send(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
     if (!s->task) {
         s->done = true;
         s->state = TASK_START_FAILED;
@@ -516,13 +542,14 @@ static void fan_out_all(agg *a, const char *task_id, const char *name, job_kind 
         learner *l = a->learners[i];
         if (l->state != L_CONNECTED)
             continue;
-        sub_send(j, k++, l, xstrdup(data_json), strlen(data_json));
+        sub_send(j, k++, l, xstrdup(data_json), strlen(data_json), false);
     }
     a->job = j;
     job_run(j);
 }
 
-static void start_learn(agg *a, const char *task_id, const cJSON *data)
+/* text: what data's refs point into (slave_task_text), or NULL. */
+static void start_learn(agg *a, const char *task_id, const cJSON *data, const char *text)
 {
     const char *name = "learner_learn_task";
     uint64_t t0 = ev_now_us();
@@ -581,14 +608,16 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data)
     char **slices = xcalloc(n, sizeof *slices);
     size_t *lens = xcalloc(n, sizeof *lens);
     char err[512];
-    int rc = agg_split_learn_tasks(items, dem, n, slices, lens, err, sizeof err);
+    int rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
+                                          sizeof err);
     if (rc < 0 && a->plant == PLANT_SPLIT_OFF_BY_ONE) {
         /* the planted bug sends short slices silently, as the reference */
         size_t total = 0;
         for (size_t i = 0; i < n; i++)
             total += dem[i];
         dem[n - 1] -= total > 0 ? 1 : 0;
-        rc = agg_split_learn_tasks(items, dem, n, slices, lens, err, sizeof err);
+        rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
+                                          sizeof err);
     }
     if (rc < 0) {
         char *msg = xasprintf("learner_learn_task: %s", err);
@@ -605,7 +634,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data)
     j->remaining = n;
     start = 0;
     for (size_t i = 0; i < n; i++) {
-        sub_send(j, i, ls[i], slices[i], lens[i]); /* the task's data, built by the split */
+        sub_send(j, i, ls[i], slices[i], lens[i], true); /* the task's data, built by the split */
         j->subs[i].slice_start = start;
         j->subs[i].slice_end = start + dem[i];
         start += dem[i];
@@ -617,7 +646,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data)
     job_run(j);
 }
 
-static void start_task(agg *a, const char *task_id, const cJSON *data)
+static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text)
 {
     const char *name = jsonx_get_str(data, "name");
     if (!name) {
@@ -639,7 +668,7 @@ static void start_task(agg *a, const char *task_id, const cJSON *data)
     } else if (strcmp(name, "learner_get_data_task") == 0) {
         fan_out_all(a, task_id, name, JOB_GET_DATA, "{\"name\": \"learner_get_data_task\"}");
     } else if (strcmp(name, "learner_learn_task") == 0) {
-        start_learn(a, task_id, data);
+        start_learn(a, task_id, data, text);
     } else if (strcmp(name, "learner_close_task") == 0) {
         fan_out_all(a, task_id, name, JOB_CLOSE, "{\"name\": \"learner_close_task\"}");
     } else {
@@ -650,6 +679,7 @@ static void start_task(agg *a, const char *task_id, const cJSON *data)
 static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slave_verdict *v)
 {
     agg *a = ud;
+    const char *text = slave_task_text(a->slave);
     if (a->stopping) {
         v->refuse = true;
         snprintf(v->message, sizeof v->message, "Task refused: the aggregator is shutting down.");
@@ -662,10 +692,21 @@ static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slav
         cJSON_Delete(a->queued_data);
         a->queued_id = xstrdup(task_id);
         a->queued_data = jsonx_dup(data);
+        jsonx_unref(a->queued_data, text); /* the body is freed when this returns */
         LOG_INFO(NULL, "task %s queued until the previous fan-out drains", task_id);
         return;
     }
-    start_task(a, task_id, data);
+    /* Learn data items are refs into the body (raw_refs), split straight
+     * from there; any other task gets a tree with every text of its own. */
+    const char *name = jsonx_get_str(data, "name");
+    if (name && strcmp(name, "learner_learn_task") == 0) {
+        start_task(a, task_id, data, text);
+        return;
+    }
+    cJSON *own = jsonx_dup(data);
+    jsonx_unref(own, text);
+    start_task(a, task_id, own, NULL);
+    cJSON_Delete(own);
 }
 
 static void on_coord_lost(void *ud, const char *why)
@@ -761,7 +802,8 @@ agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud,
     sc.allow_fast_heartbeat = true;
     sc.retries = cfg->request_retries;
     sc.retry_wait_ms = cfg->request_retry_wait_ms;
-    sc.raw_depth = 2; /* learn data items stay raw text */
+    sc.raw_depth = 2;   /* learn data items stay raw text ... */
+    sc.raw_refs = true; /* ... in the body itself, split from there */
     slave_callbacks scb = {.on_task = on_coord_task, .on_master_lost = on_coord_lost};
     a->slave = slave_new(loop, &sc, &scb, a, err, errlen);
     if (!a->slave) {
@@ -849,6 +891,8 @@ void agg_free(agg *a)
         ev_timer_stop(a->loop, a->grace_timer);
     if (a->drain_timer)
         ev_timer_stop(a->loop, a->drain_timer);
+    if (a->trim_timer)
+        ev_timer_stop(a->loop, a->trim_timer);
     if (a->metrics_http)
         hs_stop(a->metrics_http);
     master_free(a->master);

@@ -56,6 +56,7 @@ struct agg {
     void *done_ud;
     ev_timer *grace_timer;
     ev_timer *drain_timer;
+    ev_timer *trim_timer;   /* gives freed memory back when idle */
     /* Kubernetes mode */
     bool k8s;
     bool k8s_synced;

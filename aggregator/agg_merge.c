@@ -237,11 +237,13 @@ cJSON *agg_merge(cJSON *const *values, size_t n, const char *const *names, char 
 typedef struct {
     const size_t *demands;
     size_t n;
-    size_t total; /* sum of demands */
-    xbuf *out;    /* one per learner, each `head` so far */
-    const char *head, *tail; /* around each slice's items: "[" and "]" */
-    size_t cur;   /* the slice being filled */
-    size_t used;  /* items in out[cur] */
+    size_t total;                /* sum of demands */
+    xbuf *out;                   /* one per learner: room, then `head` and items so far */
+    const char *head, *tail;     /* around each slice's items: "[" and "]" */
+    size_t head_room, tail_room; /* bytes left free before and after each text */
+    const char *ref_base;        /* the text that ref items point into, or NULL */
+    size_t cur;                  /* the slice being filled */
+    size_t used;                 /* items in out[cur] */
 } splitter;
 
 /* Puts item `index` into its slice; items past the demands are only
@@ -261,33 +263,17 @@ static bool split_item(void *data, size_t index, const char *item, size_t len)
     return true;
 }
 
-/* Tree input: each item printed compactly; Raw items (a slave parsing
- * with raw_depth 2 leaves each learn data item so) are their text. */
-static long split_tree(const cJSON *arr, splitter *s)
+/* Starts slice i: a buffer with room for `items` bytes of items besides
+ * the rooms, head and tail, holding the head room (blank: the caller
+ * writes it) and the head. */
+static void start_slice(splitter *s, size_t i, size_t items)
 {
-    long count = 0;
-    for (const cJSON *c = arr->child; c; c = c->next) {
-        if (cJSON_IsRaw(c) && c->valuestring) {
-            split_item(s, (size_t)count++, c->valuestring, strlen(c->valuestring));
-            continue;
-        }
-        char *text = jsonx_print(c);
-        split_item(s, (size_t)count++, text, strlen(text));
-        free(text);
-    }
-    return count;
-}
-
-/* Each slice's buffer starts as "[" with room for about its share of the
- * text, so that 128 MiB batches are not copied over and over as they grow. */
-static void start_slices(splitter *s, size_t text_len)
-{
-    for (size_t i = 0; i < s->n; i++) {
-        size_t share = s->total ? (size_t)((double)text_len * s->demands[i] / s->total) : 0;
-        s->out[i].cap = share + strlen(s->head) + strlen(s->tail) + 16;
-        s->out[i].data = xmalloc(s->out[i].cap);
-        xbuf_puts(&s->out[i], s->head);
-    }
+    size_t hl = strlen(s->head);
+    s->out[i].cap = items + s->head_room + hl + strlen(s->tail) + s->tail_room + 1;
+    s->out[i].data = xmalloc(s->out[i].cap);
+    memset(s->out[i].data, ' ', s->head_room);
+    memcpy(s->out[i].data + s->head_room, s->head, hl + 1);
+    s->out[i].len = s->head_room + hl;
 }
 
 __attribute__((format(printf, 3, 4))) static int split_fail(char *err, size_t errlen,
@@ -300,6 +286,71 @@ __attribute__((format(printf, 3, 4))) static int split_fail(char *err, size_t er
         va_end(ap);
     }
     return -1;
+}
+
+/* One item of a tree: its text, and the printed copy it may own. */
+typedef struct {
+    const char *text;
+    size_t len;
+    char *owned;
+} piece;
+
+/* Tree input: each item printed compactly; Raw items (a slave parsing
+ * with raw_depth 2 leaves each learn data item so) are their text, measured
+ * once; refs (jsonx_parse_refs) are their text in s->ref_base, not measured
+ * at all. Every slice is sized exactly before anything is copied, so each
+ * byte is copied once, into its final place. */
+static long split_tree(const cJSON *arr, splitter *s, char *err, size_t errlen)
+{
+    long count = 0;
+    for (const cJSON *c = arr->child; c; c = c->next)
+        count++;
+    size_t np = (size_t)count < s->total ? (size_t)count : s->total;
+    piece *p = xcalloc(np ? np : 1, sizeof *p);
+    size_t k = 0;
+    size_t off, len;
+    for (const cJSON *c = arr->child; c && k < np; c = c->next, k++) {
+        if (jsonx_ref(c, &off, &len)) {
+            if (!s->ref_base) {
+                count = split_fail(err, errlen, "learn data item %zu refers to a text that was not given", k);
+                break;
+            }
+            p[k].text = s->ref_base + off;
+            p[k].len = len;
+            continue;
+        }
+        if (cJSON_IsRaw(c) && c->valuestring) {
+            p[k].text = c->valuestring;
+        } else {
+            p[k].owned = jsonx_print(c);
+            p[k].text = p[k].owned;
+        }
+        p[k].len = strlen(p[k].text);
+    }
+    if (count >= 0 && (size_t)count == s->total) { /* else the caller reports the count */
+        k = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            size_t bytes = s->demands[i] ? s->demands[i] - 1 : 0; /* the commas */
+            for (size_t j = 0; j < s->demands[i]; j++)
+                bytes += p[k + j].len;
+            start_slice(s, i, bytes);
+            for (size_t j = 0; j < s->demands[i]; j++, k++)
+                split_item(s, k, p[k].text, p[k].len);
+        }
+    }
+    for (k = 0; k < np; k++)
+        free(p[k].owned);
+    free(p);
+    return count;
+}
+
+/* Raw text input: each slice's buffer starts with room for about its
+ * share of the text, so that 128 MiB batches are not copied over and over
+ * as they grow. */
+static void start_slices(splitter *s, size_t text_len)
+{
+    for (size_t i = 0; i < s->n; i++)
+        start_slice(s, i, s->total ? (size_t)((double)text_len * (double)s->demands[i] / (double)s->total) : 0);
 }
 
 static int count_mismatch(const splitter *s, long count, char *err, size_t errlen)
@@ -316,14 +367,8 @@ static int count_mismatch(const splitter *s, long count, char *err, size_t errle
 /* Scans data into s's slices; returns the item count or -1 (err set). */
 static long split_scan(const cJSON *data, splitter *s, char *err, size_t errlen)
 {
-    if (cJSON_IsArray(data)) {
-        size_t text = 0; /* sized from the Raw items, so slices do not grow by copies */
-        for (const cJSON *c = data->child; c; c = c->next)
-            if (cJSON_IsRaw(c) && c->valuestring)
-                text += strlen(c->valuestring) + 1;
-        start_slices(s, text);
-        return split_tree(data, s);
-    }
+    if (cJSON_IsArray(data))
+        return split_tree(data, s, err, errlen);
     if (!data)
         return split_fail(err, errlen, "learn data is missing");
     if (!cJSON_IsRaw(data) || strcmp(jsonx_type_name(data), "list") != 0)
@@ -338,21 +383,28 @@ static long split_scan(const cJSON *data, splitter *s, char *err, size_t errlen)
     return count;
 }
 
-static int split_wrapped(const cJSON *data, const size_t *demands, size_t n, const char *head,
-                         const char *tail, char **slices, size_t *slice_lens, char *err, size_t errlen)
+static int split_wrapped(const cJSON *data, const size_t *demands, size_t n, const char *head, const char *tail,
+                         size_t head_room, size_t tail_room, const char *ref_base, char **slices, size_t *slice_lens,
+                         char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
-    splitter s = {.demands = demands, .n = n, .out = xcalloc(n ? n : 1, sizeof(xbuf)), .head = head,
-                  .tail = tail};
+    splitter s = {.demands = demands,
+                  .n = n,
+                  .out = xcalloc(n ? n : 1, sizeof(xbuf)),
+                  .head = head,
+                  .tail = tail,
+                  .head_room = head_room,
+                  .tail_room = tail_room,
+                  .ref_base = ref_base};
     bool overflow = false;
     for (size_t i = 0; i < n; i++) {
         slices[i] = NULL;
         overflow |= s.total + demands[i] < s.total;
         s.total += demands[i];
     }
-    long count = overflow ? split_fail(err, errlen, "the learners' demands overflow")
-                          : split_scan(data, &s, err, errlen);
+    long count =
+        overflow ? split_fail(err, errlen, "the learners' demands overflow") : split_scan(data, &s, err, errlen);
     int rc = 0;
     if (count < 0)
         rc = -1;
@@ -362,7 +414,13 @@ static int split_wrapped(const cJSON *data, const size_t *demands, size_t n, con
         if (rc == 0) {
             xbuf_puts(&s.out[i], tail);
             if (slice_lens)
-                slice_lens[i] = s.out[i].len;
+                slice_lens[i] = s.out[i].len - head_room;
+            /* The tail room and the NUL after the text (the buffer was
+             * sized for them; a raw text split may have grown it). */
+            if (s.out[i].cap < s.out[i].len + tail_room + 1) {
+                s.out[i].cap = s.out[i].len + tail_room + 1;
+                s.out[i].data = xrealloc(s.out[i].data, s.out[i].cap);
+            }
             slices[i] = xbuf_take(&s.out[i]);
         }
         xbuf_free(&s.out[i]);
@@ -371,15 +429,24 @@ static int split_wrapped(const cJSON *data, const size_t *demands, size_t n, con
     return rc;
 }
 
-int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
-              size_t *slice_lens, char *err, size_t errlen)
+int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices, size_t *slice_lens, char *err,
+              size_t errlen)
 {
-    return split_wrapped(data, demands, n, "[", "]", slices, slice_lens, err, errlen);
+    return split_wrapped(data, demands, n, "[", "]", 0, 0, NULL, slices, slice_lens, err, errlen);
 }
 
-int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks,
-                          size_t *task_lens, char *err, size_t errlen)
+static const char LEARN_HEAD[] = "{\"name\": \"learner_learn_task\", \"data\": [";
+
+int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks, size_t *task_lens,
+                          char *err, size_t errlen)
 {
-    return split_wrapped(data, demands, n, "{\"name\": \"learner_learn_task\", \"data\": [", "]}", tasks,
-                         task_lens, err, errlen);
+    return split_wrapped(data, demands, n, LEARN_HEAD, "]}", 0, 0, NULL, tasks, task_lens, err, errlen);
+}
+
+int agg_split_learn_tasks_framed(const cJSON *data, const char *ref_base, const size_t *demands, size_t n,
+                                 size_t head_room, size_t tail_room, char **tasks, size_t *task_lens, char *err,
+                                 size_t errlen)
+{
+    return split_wrapped(data, demands, n, LEARN_HEAD, "]}", head_room, tail_room, ref_base, tasks, task_lens, err,
+                         errlen);
 }

@@ -52,4 +52,16 @@ int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
 int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks,
                           size_t *task_lens, char *err, size_t errlen);
 
+/* Like agg_split_learn_tasks(), but each tasks[i] starts with head_room
+ * bytes left for the caller (blank), then the task text (task_lens[i]
+ * bytes, NUL-terminated), and has room for tail_room more bytes after the
+ * text: its size is at least head_room + task_lens[i] + tail_room + 1. The
+ * text is where master_task_send_framed() wants it, so that no byte of a
+ * slice is copied again. data's items may be refs of jsonx_parse_refs()
+ * into ref_base (the parsed text; NULL if there are none): their bytes are
+ * copied straight from there, once. */
+int agg_split_learn_tasks_framed(const cJSON *data, const char *ref_base, const size_t *demands, size_t n,
+                                 size_t head_room, size_t tail_room, char **tasks, size_t *task_lens,
+                                 char *err, size_t errlen);
+
 #endif

@@ -151,13 +151,15 @@ static void coord_close(coord *co)
     memset(co, 0, sizeof *co);
 }
 
-/* Runs one task (data taken over) to its end; returns its result (caller
+/* Runs one task (data taken over; framed: with the room of
+ * master_task_send_framed around it) to its end; returns its result (caller
  * frees) or NULL with err set when it did not complete. */
-static cJSON *coord_task(coord *co, char *data, size_t len, char *err, size_t errlen)
+static cJSON *coord_task_sent(coord *co, char *data, size_t len, bool framed, char *err, size_t errlen)
 {
     co->task_done = false;
     co->result = NULL;
-    if (!master_task_send(co->conn, data, len, 0, on_task, co, err, errlen))
+    if (!(framed ? master_task_send_framed(co->conn, data, len, 0, on_task, co, err, errlen)
+                 : master_task_send(co->conn, data, len, 0, on_task, co, err, errlen)))
         return NULL;
     while (!co->task_done)
         ev_run_once(co->loop, 1000);
@@ -169,6 +171,11 @@ static cJSON *coord_task(coord *co, char *data, size_t len, char *err, size_t er
         return NULL;
     }
     return co->result;
+}
+
+static cJSON *coord_task(coord *co, char *data, size_t len, char *err, size_t errlen)
+{
+    return coord_task_sent(co, data, len, false, err, errlen);
 }
 
 static cJSON *coord_named(coord *co, const char *json, char *err, size_t errlen)
@@ -189,13 +196,17 @@ static long get_data(coord *co, char *err, size_t errlen)
     return (long)b;
 }
 
-/* {"name": "learner_learn_task", "data": [item x n]} */
-static char *learn_json(long n, const char *item, size_t *len)
+/* {"name": "learner_learn_task", "data": [item x n]}; *len is its length.
+ * room: after room bytes (blank) and with room for MASTER_TASK_TAIL + 1
+ * bytes after it, for master_task_send_framed (0: a plain string). */
+static char *learn_json_framed(long n, const char *item, size_t room, size_t *len)
 {
     size_t il = strlen(item);
     xbuf b = {0};
-    b.cap = 64 + (size_t)n * (il + 2);
+    b.cap = 64 + room + MASTER_TASK_TAIL + (size_t)n * (il + 2);
     b.data = xmalloc(b.cap);
+    memset(b.data, ' ', room);
+    b.len = room;
     xbuf_puts(&b, "{\"name\": \"learner_learn_task\", \"data\": [");
     for (long i = 0; i < n; i++) {
         if (i)
@@ -203,8 +214,15 @@ static char *learn_json(long n, const char *item, size_t *len)
         xbuf_append(&b, item, il);
     }
     xbuf_puts(&b, "]}");
-    *len = b.len;
+    *len = b.len - room;
+    if (room)
+        xbuf_append(&b, "}", MASTER_TASK_TAIL); /* the tail's room, written over */
     return xbuf_take(&b);
+}
+
+static char *learn_json(long n, const char *item, size_t *len)
+{
+    return learn_json_framed(n, item, 0, len);
 }
 
 /* ---- processes ---- */
@@ -527,13 +545,17 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
             break;
         }
         if (!learn) {
-            learn = learn_json(items, item, &len);
+            /* Built once, framed: the coordinator's own work is to send it. */
+            learn = learn_json_framed(items, item, MASTER_TASK_HEAD, &len);
             data_bytes = len - strlen("{\"name\": \"learner_learn_task\", \"data\": }");
         }
-        char *d = xmalloc(len + 1);
-        memcpy(d, learn, len + 1);
+        /* The master takes the body over: a fresh copy each round, made
+         * before the clock starts. */
+        size_t size = MASTER_TASK_HEAD + len + MASTER_TASK_TAIL + 1;
+        char *d = xmalloc(size);
+        memcpy(d, learn, size);
         uint64_t t0 = ev_now_us();
-        res = coord_task(&co, d, len, err, errlen);
+        res = coord_task_sent(&co, d, len, true, err, errlen);
         if (!res) {
             rc = -1;
             break;

@@ -111,6 +111,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cJSON *shallow = jsonx_parse_shallow(text, tlen, 0, err, sizeof err);
     if (shallow) {
         split_one(shallow, demands, n);
+        /* The aggregator's way: items as refs into the text, tasks framed;
+         * the same result as the plain split of the shallow tree. */
+        cJSON *refs = jsonx_parse_refs(text, tlen, 0, err, sizeof err);
+        if (!refs)
+            abort();
+        char **a = xcalloc(n + 1, sizeof *a), **b = xcalloc(n + 1, sizeof *b);
+        size_t *al = xcalloc(n + 1, sizeof *al), *bl = xcalloc(n + 1, sizeof *bl);
+        int ra = agg_split_learn_tasks_framed(refs, text, demands, n, 5, 2, a, al, err, sizeof err);
+        int rb = agg_split_learn_tasks(shallow, demands, n, b, bl, err, sizeof err);
+        if (ra != rb)
+            abort();
+        for (size_t i = 0; i < n; i++) {
+            if (ra == 0 && (al[i] != bl[i] || memcmp(a[i] + 5, b[i], bl[i] + 1) != 0))
+                abort();
+            if (ra == 0)
+                memset(a[i] + 5 + al[i], 'x', 2 + 1); /* the tail room is there */
+            free(a[i]);
+            free(b[i]);
+        }
+        free(a);
+        free(b);
+        free(al);
+        free(bl);
+        cJSON_Delete(refs);
         cJSON_Delete(shallow);
     }
     /* A Raw item holding the text as it came (jsonx_parse_shallow of a

@@ -1,7 +1,9 @@
-/* fuzz_json: jsonx_parse, jsonx_parse_shallow, jsonx_array_items and
- * proto_parse_envelope on arbitrary bytes, with cross-checks: a parsed value
- * prints and parses back to the same text; an array that jsonx_parse accepts
- * has as many items for jsonx_array_items, and the reverse. */
+/* fuzz_json: jsonx_parse, jsonx_parse_shallow, jsonx_parse_refs,
+ * jsonx_array_items and proto_parse_envelope on arbitrary bytes, with
+ * cross-checks: a parsed value prints and parses back to the same text; an
+ * array that jsonx_parse accepts has as many items for jsonx_array_items,
+ * and the reverse; the shallow and ref parsers accept what jsonx_parse
+ * accepts, and refs resolved print as the shallow tree does. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +72,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         if (s) {
             char *p = jsonx_print(s);
+            /* Refs resolved give the shallow tree. */
+            cJSON *r = jsonx_parse_refs(buf, size, depth, err, sizeof err);
+            if (!r)
+                abort();
+            jsonx_unref(r, buf);
+            char *q = jsonx_print(r);
+            if (strcmp(p, q) != 0) {
+                fprintf(stderr, "jsonx_parse_refs(raw_depth %d) resolved differs:\n%s\n%s\n", depth, p, q);
+                abort();
+            }
+            free(q);
+            cJSON_Delete(r);
             free(p);
             jsonx_type_name(s);
+        } else if (jsonx_parse_refs(buf, size, depth, err, sizeof err)) {
+            abort();
         }
         cJSON_Delete(s);
     }

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ typedef struct {
     size_t len;
     size_t pos;
     int raw_depth; /* values deeper than this become Raw items; < 0: none */
+    bool refs;     /* such values that are array items refer to s (jsonx_parse_refs) */
     char *err;
     size_t errlen;
 } px;
@@ -283,13 +285,64 @@ static const bool string_special[256] = {
     0, 0, 1, ['\\'] = 1,
 };
 
+#define ONES UINT64_C(0x0101010101010101)
+#define HIGHS UINT64_C(0x8080808080808080)
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+/* Eight bytes at a time (SWAR): in the masks below the lowest flagged byte
+ * is exact (false positives only appear above a true one), which is all
+ * the loops need; bytes are numbered from the lowest, hence little-endian
+ * only. */
+#define JSONX_SWAR 1
+static inline uint64_t load8(const char *c)
+{
+    uint64_t v;
+    memcpy(&v, c, 8);
+    return v;
+}
+
+/* Index of the lowest flagged byte of a non-zero mask. */
+static inline size_t first_flagged(uint64_t m)
+{
+    return (size_t)__builtin_ctzll(m) >> 3;
+}
+
+/* High bit set in the bytes of x that are '"', '\\' or below 0x20. */
+static inline uint64_t string_special8(uint64_t x)
+{
+    uint64_t q = x ^ (ONES * '"'), b = x ^ (ONES * '\\');
+    return (((q - ONES) & ~q) | ((b - ONES) & ~b) | ((x - ONES * 0x20) & ~x)) & HIGHS;
+}
+
+/* Non-zero in the bytes of x that are not ASCII digits. A byte over 0xF9
+ * carries into the next one, but it is flagged itself. */
+static inline uint64_t non_digit8(uint64_t x)
+{
+    const uint64_t hi = ONES * 0xF0, d = ONES * 0x30;
+    return ((x & hi) ^ d) | (((x + ONES * 0x06) & hi) ^ d);
+}
+#endif
+
+/* End of the run of plain string content at c (up to end). */
+static inline const char *plain_end(const char *c, const char *end)
+{
+#ifdef JSONX_SWAR
+    while (end - c >= 8) {
+        uint64_t m = string_special8(load8(c));
+        if (m)
+            return c + first_flagged(m);
+        c += 8;
+    }
+#endif
+    while (c < end && !string_special[(unsigned char)*c])
+        c++;
+    return c;
+}
+
 /* Length of the run of plain string content at s (up to end). */
 static size_t plain_run(const char *s, const char *end)
 {
-    const char *c = s;
-    while (c < end && !string_special[(unsigned char)*c])
-        c++;
-    return (size_t)(c - s);
+    return (size_t)(plain_end(s, end) - s);
 }
 
 /* A string at p->pos (its opening quote). out: where to decode it, or NULL
@@ -463,8 +516,10 @@ static bool skip_number_run(px *p)
 
 /* Validates one value (at depth `depth`) without building anything.
  * Iterative with an explicit stack of closing brackets, so that huge or
- * deep payloads cost neither recursion nor allocation. */
-static bool skip_value(px *p, int depth)
+ * deep payloads cost neither recursion nor allocation. The careful scanner:
+ * it says what is wrong and where; skip_value() runs it only on input that
+ * fast_skip() did not vouch for. */
+static bool skip_value_careful(px *p, int depth)
 {
     char close[JSONX_MAX_DEPTH];
     int top = 0;
@@ -504,6 +559,230 @@ static bool skip_value(px *p, int depth)
     }
 }
 
+/* ---- the fast validator ----
+ * The same grammar as the scanners above, as one loop over pointers with
+ * no error reporting: it either vouches for a whole value or gives up, and
+ * skip_value() then runs the careful scanner from the start of the value,
+ * which finds the error and words it. So it must never accept anything the
+ * careful scanner rejects (the fuzz targets cross-check both against the
+ * tree builder), and where both accept they end at the same byte. */
+
+static const bool ws_byte[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1};
+
+static inline const char *fast_ws(const char *c, const char *end)
+{
+    while (c < end && ws_byte[(unsigned char)*c])
+        c++;
+    return c;
+}
+
+/* End of the run of ASCII digits at c (up to end); *next is the byte
+ * there, or -1 at the end. The byte is taken from the word already loaded:
+ * reading it again from memory would put a load on the critical path of
+ * every number. */
+static inline const char *fast_digits(const char *c, const char *end, int *next)
+{
+#ifdef JSONX_SWAR
+    while (end - c >= 8) {
+        uint64_t x = load8(c);
+        uint64_t m = non_digit8(x);
+        if (m) {
+            unsigned shift = (unsigned)__builtin_ctzll(m) & ~7u;
+            *next = (int)(x >> shift & 0xFF);
+            return c + (shift >> 3);
+        }
+        c += 8;
+    }
+#endif
+    while (c < end && is_digit(*c))
+        c++;
+    *next = c < end ? (unsigned char)*c : -1;
+    return c;
+}
+
+/* A number token at c (RFC 8259): its end, or NULL. *next: the byte at
+ * the end, or -1 at the end of the buffer. */
+static inline const char *fast_num(const char *c, const char *end, int *next)
+{
+    if (*c == '-' && ++c >= end)
+        return NULL;
+    int n;
+    if (*c == '0') {
+        c++;
+        n = c < end ? (unsigned char)*c : -1;
+        if (n >= '0' && n <= '9')
+            return NULL; /* a leading zero */
+    } else if (is_digit(*c)) {
+        c = fast_digits(c + 1, end, &n);
+    } else {
+        return NULL;
+    }
+    if (n == '.') {
+        if (++c >= end || !is_digit(*c))
+            return NULL;
+        c = fast_digits(c + 1, end, &n);
+    }
+    if ((n | 0x20) == 'e') {
+        if (++c < end && (*c == '+' || *c == '-'))
+            c++;
+        if (c >= end || !is_digit(*c))
+            return NULL;
+        c = fast_digits(c + 1, end, &n);
+    }
+    *next = n;
+    return c;
+}
+
+static inline bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
+}
+
+/* A string at c (its opening quote): its end, or NULL. Each \u escape is
+ * checked on its own (4 hex digits, not \u0000): a surrogate pair is two
+ * valid escapes, and the careful scanner accepts lone surrogates. */
+static inline const char *fast_string(const char *c, const char *end)
+{
+    c++;
+    for (;;) {
+        c = plain_end(c, end);
+        if (c >= end)
+            return NULL;
+        if (*c == '"')
+            return c + 1;
+        if (*c != '\\' || end - c < 2)
+            return NULL; /* a control character, or an unterminated escape */
+        switch (c[1]) {
+        case '"':
+        case '\\':
+        case '/':
+        case 'b':
+        case 'f':
+        case 'n':
+        case 'r':
+        case 't':
+            c += 2;
+            break;
+        case 'u':
+            if (end - c < 6 || !is_hex(c[2]) || !is_hex(c[3]) || !is_hex(c[4]) || !is_hex(c[5]) ||
+                memcmp(c + 2, "0000", 4) == 0)
+                return NULL;
+            c += 6;
+            break;
+        default:
+            return NULL;
+        }
+    }
+}
+
+static inline const char *fast_word(const char *c, const char *end, const char *word, size_t n)
+{
+    return (size_t)(end - c) >= n && memcmp(c, word, n) == 0 ? c + n : NULL;
+}
+
+/* One value at c (white space before it allowed) at depth `depth`: its
+ * end, or NULL if the fast path does not vouch for it. */
+static const char *fast_skip(const char *c, const char *end, int depth)
+{
+    char close[JSONX_MAX_DEPTH];
+    int top = 0;
+value:
+    c = fast_ws(c, end);
+    if (c >= end)
+        return NULL;
+    switch (*c) {
+    case '[':
+    case '{': {
+        if (depth + top >= JSONX_MAX_DEPTH)
+            return NULL;
+        char cl = *c == '[' ? ']' : '}';
+        c = fast_ws(c + 1, end);
+        if (c < end && *c == cl) {
+            c++;
+            goto after;
+        }
+        close[top++] = cl;
+        if (cl == ']')
+            goto value;
+        goto key;
+    }
+    case '"':
+        c = fast_string(c, end);
+        break;
+    case 't':
+        c = fast_word(c, end, "true", 4);
+        break;
+    case 'f':
+        c = fast_word(c, end, "false", 5);
+        break;
+    case 'n':
+        c = fast_word(c, end, "null", 4);
+        break;
+    default: {
+        int next;
+        c = fast_num(c, end, &next);
+        break;
+    }
+    }
+    if (!c)
+        return NULL;
+after:
+    /* A value ended at c. */
+    if (top == 0)
+        return c;
+    c = fast_ws(c, end);
+    if (c >= end)
+        return NULL;
+    if (*c == ',') {
+        c = fast_ws(c + 1, end);
+        if (close[top - 1] == ']') {
+            /* The bulk of learn data: numbers in a list, in a tight loop. */
+            while (c < end && (is_digit(*c) || *c == '-')) {
+                int next;
+                c = fast_num(c, end, &next);
+                if (!c)
+                    return NULL;
+                if (next == ',') {
+                    c = fast_ws(c + 1, end);
+                    continue;
+                }
+                goto after;
+            }
+            goto value;
+        }
+        goto key;
+    }
+    if (*c != close[top - 1])
+        return NULL;
+    c++;
+    top--;
+    goto after;
+key:
+    /* c is where an object key must start (white space skipped). */
+    if (c >= end || *c != '"')
+        return NULL;
+    c = fast_string(c, end);
+    if (!c)
+        return NULL;
+    c = fast_ws(c, end);
+    if (c >= end || *c != ':')
+        return NULL;
+    c++;
+    goto value;
+}
+
+static bool skip_value(px *p, int depth)
+{
+    if (p->pos < p->len) { /* (else there is nothing to vouch for, and s may be NULL) */
+        const char *e = fast_skip(p->s + p->pos, p->s + p->len, depth);
+        if (e) {
+            p->pos = (size_t)(e - p->s);
+            return true;
+        }
+    }
+    return skip_value_careful(p, depth);
+}
+
 /* A Raw item holding s[0..n) (need not be NUL-terminated). The text is
  * copied once, with cJSON's allocator, since cJSON_Delete frees it. */
 static cJSON *new_raw(const char *s, size_t n)
@@ -517,7 +796,7 @@ static cJSON *new_raw(const char *s, size_t n)
     return item;
 }
 
-static cJSON *build_value(px *p, int depth);
+static cJSON *build_value(px *p, int depth, bool item);
 
 static cJSON *build_scalar(px *p)
 {
@@ -551,7 +830,7 @@ static cJSON *build_array(px *p, int depth)
     cJSON *arr = need(cJSON_CreateArray());
     bool more = first_item(p, ']');
     while (more) {
-        cJSON *item = build_value(p, depth + 1);
+        cJSON *item = build_value(p, depth + 1, true);
         if (!item)
             goto bad;
         cJSON_AddItemToArray(arr, item);
@@ -577,7 +856,7 @@ static cJSON *build_object(px *p, int depth)
         xbuf_append(&key, "", 0); /* "" must decode to "", not to NULL */
         if (!scan_key(p, &key))
             goto bad;
-        cJSON *item = build_value(p, depth + 1);
+        cJSON *item = build_value(p, depth + 1, false);
         if (!item)
             goto bad;
         /* Appends, so key order is kept; duplicates are kept too. */
@@ -593,12 +872,30 @@ bad:
     return NULL;
 }
 
-static cJSON *build_value(px *p, int depth)
+/* A Raw item without text that refers to s[start, start + n) of the
+ * parsed buffer (jsonx_ref): the offset in valuedouble (exact below 2^53),
+ * the length in valueint. */
+static cJSON *new_ref(size_t start, size_t n)
+{
+    cJSON *item = need(cJSON_CreateNull());
+    item->type = cJSON_Raw;
+    item->valuedouble = (double)start;
+    item->valueint = (int)n;
+    return item;
+}
+
+/* item: the value is an item of an array. */
+static cJSON *build_value(px *p, int depth, bool item)
 {
     skip_ws(p);
     if (p->raw_depth >= 0 && depth > p->raw_depth) {
         size_t start = p->pos;
-        return skip_value(p, depth) ? new_raw(p->s + start, p->pos - start) : NULL;
+        if (!skip_value(p, depth))
+            return NULL;
+        size_t n = p->pos - start;
+        if (p->refs && item && n <= INT_MAX && start < (UINT64_C(1) << 53))
+            return new_ref(start, n);
+        return new_raw(p->s + start, n);
     }
     int c = peek(p);
     if (c == '[')
@@ -614,11 +911,11 @@ static void clear_err(char *err, size_t errlen)
         err[0] = '\0';
 }
 
-cJSON *jsonx_parse_shallow(const char *buf, size_t len, int raw_depth, char *err, size_t errlen)
+static cJSON *parse_top(const char *buf, size_t len, int raw_depth, bool refs, char *err, size_t errlen)
 {
-    px p = {.s = buf, .len = buf ? len : 0, .raw_depth = raw_depth, .err = err, .errlen = errlen};
+    px p = {.s = buf, .len = buf ? len : 0, .raw_depth = raw_depth, .refs = refs, .err = err, .errlen = errlen};
     clear_err(err, errlen);
-    cJSON *root = build_value(&p, 0);
+    cJSON *root = build_value(&p, 0, false);
     if (!root)
         return NULL;
     skip_ws(&p);
@@ -628,6 +925,43 @@ cJSON *jsonx_parse_shallow(const char *buf, size_t len, int raw_depth, char *err
         return NULL;
     }
     return root;
+}
+
+cJSON *jsonx_parse_shallow(const char *buf, size_t len, int raw_depth, char *err, size_t errlen)
+{
+    return parse_top(buf, len, raw_depth, false, err, errlen);
+}
+
+cJSON *jsonx_parse_refs(const char *buf, size_t len, int raw_depth, char *err, size_t errlen)
+{
+    return parse_top(buf, len, raw_depth, true, err, errlen);
+}
+
+bool jsonx_ref(const cJSON *item, size_t *offset, size_t *len)
+{
+    if (!item || (item->type & 0xFF) != cJSON_Raw || item->valuestring || item->valueint <= 0)
+        return false;
+    *offset = (size_t)item->valuedouble;
+    *len = (size_t)item->valueint;
+    return true;
+}
+
+void jsonx_unref(cJSON *tree, const char *buf)
+{
+    if (!tree)
+        return;
+    size_t off, n;
+    if (jsonx_ref(tree, &off, &n)) {
+        char *v = need(cJSON_malloc(n + 1));
+        memcpy(v, buf + off, n);
+        v[n] = '\0';
+        tree->valuestring = v;
+        tree->valueint = 0;
+        tree->valuedouble = 0;
+        return;
+    }
+    for (cJSON *k = tree->child; k; k = k->next) /* depth: at most JSONX_MAX_DEPTH */
+        jsonx_unref(k, buf);
 }
 
 cJSON *jsonx_parse(const char *buf, size_t len, char *err, size_t errlen)

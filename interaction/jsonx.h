@@ -42,6 +42,25 @@ cJSON *jsonx_parse(const char *buf, size_t len, char *err, size_t errlen);
  * raw_depth < 0: no limit. */
 cJSON *jsonx_parse_shallow(const char *buf, size_t len, int raw_depth, char *err, size_t errlen);
 
+/* Like jsonx_parse_shallow(), but an array item deeper than raw_depth is
+ * not copied into the tree: it becomes a cJSON_Raw item without text
+ * (valuestring NULL) that refers to its exact text in buf (jsonx_ref()), so
+ * that a large batch is validated without being copied; the refs are only
+ * meaningful while buf lives and is unchanged. Other values deeper than
+ * raw_depth (object members) are Raw items with text, as in
+ * jsonx_parse_shallow(). A tree with refs cannot be printed (jsonx_print()
+ * aborts on a Raw item without text) and jsonx_type_name() names a ref
+ * "invalid": resolve the refs with jsonx_unref() before handing such a
+ * tree to code that does not know about them. */
+cJSON *jsonx_parse_refs(const char *buf, size_t len, int raw_depth, char *err, size_t errlen);
+/* For a ref item of jsonx_parse_refs(): true, with its text's place in the
+ * parsed buffer (buf + *offset, *len bytes). False for any other item. */
+bool jsonx_ref(const cJSON *item, size_t *offset, size_t *len);
+/* Gives every ref item of tree its text, copied from buf (the buffer the
+ * tree was parsed from): the tree is then the one jsonx_parse_shallow()
+ * makes. Aborts on out of memory, like the rest. */
+void jsonx_unref(cJSON *tree, const char *buf);
+
 /* Item spans of a JSON array given as text ("[ 1, {\"a\": 2} ]"): calls cb with
  * each item's exact text (without surrounding white space), in order.
  * Returns the item count, or -1 if the text is not a valid JSON array (err

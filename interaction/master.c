@@ -473,16 +473,27 @@ static void on_task_reply(void *data, const hc_result *res)
 master_task *master_task_send(master_conn *c, char *data_json, size_t len, long deadline_ms, master_task_cb cb,
                               void *ud, char *err, size_t errlen)
 {
+    /* Room for the envelope, made in data_json's own buffer (grown, data
+     * moved up): a second buffer would double learn data of hundreds of
+     * MiB. Callers with large data build it framed and skip this move. */
+    char *buf = xrealloc(data_json, MASTER_TASK_HEAD + len + MASTER_TASK_TAIL + 1);
+    memmove(buf + MASTER_TASK_HEAD, buf, len);
+    return master_task_send_framed(c, buf, len, deadline_ms, cb, ud, err, errlen);
+}
+
+master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long deadline_ms, master_task_cb cb,
+                                     void *ud, char *err, size_t errlen)
+{
     if (!c || c->dying || c->state != CONN_READY) {
         snprintf(err, errlen, "%s: not connected", c ? c->name : "(null)");
-        free(data_json);
+        free(buf);
         return NULL;
     }
     master *m = c->m;
     master_task *t = xcalloc(1, sizeof *t);
     if (proto_uuid4(t->id) < 0) {
         snprintf(err, errlen, "getrandom failed: cannot make a task id");
-        free(data_json);
+        free(buf);
         free(t);
         return NULL;
     }
@@ -490,17 +501,19 @@ master_task *master_task_send(master_conn *c, char *data_json, size_t len, long 
     t->cb = cb;
     t->ud = ud;
     t->state = TASK_STARTING;
-    /* {"task": {"id": "<id>"}, "data": <data_json>}, built in data_json's
-     * own buffer (grown, data moved up): learn data may be hundreds of MiB,
-     * and a second buffer would double them. */
-    char head[PROTO_UUID_LEN + 40];
+    /* {"task": {"id": "<id>"}, "data": <data>}, written around the data in
+     * the room the caller left: no copy of the data. */
+    char head[MASTER_TASK_HEAD + 1];
     int hl = snprintf(head, sizeof head, "{\"task\": {\"id\": \"%s\"}, \"data\": ", t->id);
-    size_t blen = (size_t)hl + len + 1;
-    char *bdata = xrealloc(data_json, blen + 1);
-    memmove(bdata + hl, bdata, len);
-    memcpy(bdata, head, (size_t)hl);
-    bdata[blen - 1] = '}';
-    bdata[blen] = '\0';
+    if (hl != (int)MASTER_TASK_HEAD) {
+        fprintf(stderr, "fatal: task envelope head is %d bytes, not %zu\n", hl, (size_t)MASTER_TASK_HEAD);
+        abort();
+    }
+    memcpy(buf, head, MASTER_TASK_HEAD);
+    size_t blen = MASTER_TASK_HEAD + len + MASTER_TASK_TAIL;
+    buf[blen - 1] = '}';
+    buf[blen] = '\0';
+    char *bdata = buf;
     hc_opts o;
     hc_opts_init(&o);
     o.method = "POST";

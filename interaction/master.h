@@ -110,6 +110,19 @@ typedef void (*master_task_cb)(void *ud, master_task *t, proto_task_state state,
  * (err says so); the callback always runs later otherwise. */
 master_task *master_task_send(master_conn *c, char *data_json, size_t len, long deadline_ms,
                               master_task_cb cb, void *ud, char *err, size_t errlen);
+/* The envelope master_task_send() puts around a task's data,
+ * {"task": {"id": "<uuid>"}, "data": <data>}: MASTER_TASK_HEAD bytes before
+ * the data, MASTER_TASK_TAIL after it. */
+#define MASTER_TASK_HEAD (sizeof "{\"task\": {\"id\": \"\"}, \"data\": " - 1 + PROTO_UUID_LEN)
+#define MASTER_TASK_TAIL ((size_t)1)
+/* Like master_task_send(), without moving the data: buf (heap, taken over,
+ * freed also on failure) holds MASTER_TASK_HEAD bytes of room, then the
+ * data's JSON text (len bytes), then room for MASTER_TASK_TAIL + 1 bytes
+ * (so its size is at least MASTER_TASK_HEAD + len + MASTER_TASK_TAIL + 1);
+ * the envelope is written into the room. For large data built by the
+ * caller (a learn batch). */
+master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long deadline_ms,
+                                     master_task_cb cb, void *ud, char *err, size_t errlen);
 /* Cancels a task: no callback; a report that arrives later is answered
  * "Task not found.". */
 void master_task_cancel(master_task *t);

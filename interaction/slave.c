@@ -32,6 +32,7 @@ struct slave {
     bool hb_answered; /* a heartbeat succeeded since /connect */
     unsigned long hb_sent;
     unsigned reports_pending;
+    const char *task_text; /* the /task/new body while on_task runs (raw_refs) */
 };
 
 void slave_config_init(slave_config *cfg)
@@ -198,14 +199,15 @@ static bool check_self_token(slave *s, hs_request *r)
     return true;
 }
 
-static cJSON *parse_body(slave *s, hs_request *r, int raw_depth)
+static cJSON *parse_body(slave *s, hs_request *r, int raw_depth, bool refs)
 {
     char err[200];
     if (hs_body_len(r) == 0) {
         reply_msg(r, 400, false, 400, "Request body is empty; a JSON object is required.");
         return NULL;
     }
-    cJSON *j = jsonx_parse_shallow(hs_body(r), hs_body_len(r), raw_depth, err, sizeof err);
+    cJSON *j = refs ? jsonx_parse_refs(hs_body(r), hs_body_len(r), raw_depth, err, sizeof err)
+                    : jsonx_parse_shallow(hs_body(r), hs_body_len(r), raw_depth, err, sizeof err);
     if (!j) {
         char *m = xasprintf("Request body is not valid JSON: %s", err);
         reply_msg(r, 400, false, 400, m);
@@ -246,7 +248,7 @@ static void do_connect(slave *s, hs_request *r)
         reply_code(r, 400, PROTO_SLAVE_ALREADY_CONNECTED);
         return;
     }
-    cJSON *j = parse_body(s, r, -1);
+    cJSON *j = parse_body(s, r, -1, false);
     if (!j)
         return;
     const cJSON *m = jsonx_get(j, "master");
@@ -283,7 +285,7 @@ static void do_connect(slave *s, hs_request *r)
 
 static void do_disconnect(slave *s, hs_request *r)
 {
-    cJSON *j = parse_body(s, r, -1);
+    cJSON *j = parse_body(s, r, -1, false);
     if (!j)
         return;
     slave_verdict v = {0};
@@ -305,12 +307,15 @@ static void do_task(slave *s, hs_request *r)
         reply_code(r, 400, PROTO_SLAVE_TASK_ALREADY_EXIST);
         return;
     }
-    cJSON *j = parse_body(s, r, s->cfg.raw_depth);
+    cJSON *j = parse_body(s, r, s->cfg.raw_depth, s->cfg.raw_refs);
     if (!j)
         return;
-    /* The tree holds all that is needed: with a learn batch of 128 MiB,
-     * keeping the body too would double the memory for the whole task. */
-    hs_body_free(r);
+    /* Without refs the tree holds all that is needed: with a learn batch of
+     * 128 MiB, keeping the body too would double the memory for the whole
+     * task. With refs the tree points into the body, kept until on_task
+     * has returned (and is then freed before the reply). */
+    if (!s->cfg.raw_refs)
+        hs_body_free(r);
     const cJSON *task = jsonx_get(j, "task");
     const cJSON *id = cJSON_IsObject(task) ? jsonx_get(task, "id") : NULL;
     const cJSON *data = jsonx_get(j, "data");
@@ -336,9 +341,13 @@ static void do_task(slave *s, hs_request *r)
     /* The task is current while on_task runs, so that the callback may
      * finish it at once. */
     s->task_id = xstrdup(id->valuestring);
+    s->task_text = hs_body(r);
     if (s->cbs.on_task)
         s->cbs.on_task(s->ud, id->valuestring, data, &v); /* id lives in j */
+    s->task_text = NULL;
     cJSON_Delete(j);
+    if (s->cfg.raw_refs)
+        hs_body_free(r);
     if (v.refuse || v.status > 0) {
         if (s->task_id) {
             free(s->task_id);
@@ -486,6 +495,11 @@ const char *slave_self_token(const slave *s)
 bool slave_connected(const slave *s)
 {
     return s->connected;
+}
+
+const char *slave_task_text(const slave *s)
+{
+    return s->task_text;
 }
 
 const char *slave_current_task(const slave *s)

@@ -40,6 +40,12 @@ typedef struct {
                                  raw JSON text (jsonx_parse_shallow); -1:
                                  parse everything (default). 2 keeps each
                                  learn data item as raw text. */
+    bool raw_refs;            /* task bodies: with raw_depth >= 0, array
+                                 items deeper than raw_depth are refs into
+                                 the body (jsonx_parse_refs), not copies;
+                                 on_task resolves them against
+                                 slave_task_text() while it runs (the body
+                                 is freed when it returns). Default false. */
 } slave_config;
 
 void slave_config_init(slave_config *cfg);
@@ -81,6 +87,9 @@ int slave_port(const slave *s);
 /* The slave's own token (for /ping and /shutdown). */
 const char *slave_self_token(const slave *s);
 bool slave_connected(const slave *s);
+/* While on_task runs on a slave with raw_refs: the text the task data's
+ * refs point into (jsonx_ref(), jsonx_unref()); NULL otherwise. */
+const char *slave_task_text(const slave *s);
 /* The id of the current task, or NULL. */
 const char *slave_current_task(const slave *s);
 

@@ -458,7 +458,17 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
     work_clear(l); /* a task the master gave up on (deadline) is replaced */
     work *w = &l->cur;
     long work_ms;
+    /* Learn data items are refs into the request body (raw_refs): counting
+     * them needs no copy. Any other use (a dump, other tasks) gets a tree
+     * with every text of its own. */
+    cJSON *own = NULL;
+    if (!name || strcmp(name, "learner_learn_task") != 0 || l->env.dump) {
+        own = jsonx_dup(data);
+        jsonx_unref(own, slave_task_text(l->slave));
+        data = own;
+    }
     w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
+    cJSON_Delete(own);
     w->id = xstrdup(task_id);
     w->name = xstrdup(cname);
     w->plan = plan;
@@ -486,7 +496,8 @@ static int start_listening(learner *l, char *err, size_t errlen)
     sc.channel = l->env.channel;
     sc.heartbeat_span_ms = l->env.heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
-    sc.raw_depth = 2; /* each learn data item stays raw text */
+    sc.raw_depth = 2; /* each learn data item stays raw text, */
+    sc.raw_refs = true; /* validated in the body, not copied */
     slave_callbacks cbs = {
         .on_connect = on_connect,
         .on_disconnect = on_disconnect,

@@ -567,6 +567,45 @@ static void test_learn_tasks_wrap_each_slice(void **state)
     cJSON_Delete(data);
 }
 
+/* What the aggregator does: the body parsed with refs (raw_depth 2), each
+ * task split framed for master_task_send_framed straight from the body. */
+static void test_learn_tasks_framed_from_refs(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *body = "{\"task\": {\"id\": \"t\"}, \"data\": {\"name\": \"learner_learn_task\", \"data\": "
+                       "[ {\"a\": 9007199254740993} , 2 , \"x\\u00e9\" ]}}";
+    cJSON *j = jsonx_parse_refs(body, strlen(body), 2, err, sizeof err);
+    assert_non_null(j);
+    const cJSON *data = jsonx_get(jsonx_get(j, "data"), "data");
+    const size_t d[] = {1, 0, 2};
+    char *tasks[3], *plain[3];
+    size_t lens[3], plens[3];
+    assert_int_equal(agg_split_learn_tasks_framed(data, body, d, 3, 7, 3, tasks, lens, err, sizeof err), 0);
+    cJSON *sh = jsonx_parse_shallow(body, strlen(body), 2, err, sizeof err);
+    assert_int_equal(
+        agg_split_learn_tasks(jsonx_get(jsonx_get(sh, "data"), "data"), d, 3, plain, plens, err, sizeof err), 0);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(lens[i], plens[i]);
+        assert_memory_equal(tasks[i] + 7, plain[i], lens[i] + 1); /* the text and its NUL */
+        memset(tasks[i], '#', 7);                                  /* the rooms are there to write */
+        memset(tasks[i] + 7 + lens[i], '#', 3 + 1);
+        free(tasks[i]);
+        free(plain[i]);
+    }
+    /* Wrong lengths fail with both numbers, as always. */
+    const size_t bad[] = {2, 2};
+    assert_int_equal(agg_split_learn_tasks_framed(data, body, bad, 2, 7, 3, tasks, lens, err, sizeof err), -1);
+    assert_string_equal(err, "learn data has 3 items but the learners asked for 4 (2+2)");
+    assert_null(tasks[0]);
+    /* Refs without the text they point into: an error, not a crash. */
+    assert_int_equal(agg_split_learn_tasks_framed(data, NULL, d, 3, 0, 0, tasks, lens, err, sizeof err), -1);
+    assert_string_equal(err, "learn data item 0 refers to a text that was not given");
+    assert_null(tasks[0]);
+    cJSON_Delete(sh);
+    cJSON_Delete(j);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -592,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_merge_null_pointer_counts_as_null),
         cmocka_unit_test(test_merge_refuses_unparsed_text),
         cmocka_unit_test(test_merge_result_is_independent_of_inputs),
+        cmocka_unit_test(test_learn_tasks_framed_from_refs),
         cmocka_unit_test(test_split_exact),
         cmocka_unit_test(test_split_keeps_items_exact),
         cmocka_unit_test(test_split_raw_keeps_source_text_of_items),

@@ -613,6 +613,102 @@ static void test_shallow_validates_raw_values(void **state)
     assert_string_equal(err, "unexpected data after the JSON value at byte 11");
 }
 
+/* ---- refs ---- */
+
+static void test_refs_point_into_the_text(void **state)
+{
+    (void)state;
+    char err[256];
+    cJSON *j = jsonx_parse_refs(learn_body, strlen(learn_body), 2, err, sizeof err);
+    assert_non_null(j);
+    const cJSON *data = jsonx_get(j, "data");
+    assert_string_equal(jsonx_get_str(data, "name"), "learner_learn_task");
+    assert_string_equal(jsonx_get_str(jsonx_get(j, "task"), "id"), "t");
+    const cJSON *items = jsonx_get(data, "data");
+    assert_true(cJSON_IsArray(items));
+    static const char *const texts[] = {"{\"a\": [1, 2]}", "\"s\\u00e9\"", "1e400", "true", "null"};
+    size_t i = 0;
+    for (const cJSON *c = items->child; c; c = c->next, i++) {
+        size_t off, len;
+        assert_true(cJSON_IsRaw(c));
+        assert_null(c->valuestring); /* not copied */
+        assert_true(jsonx_ref(c, &off, &len));
+        assert_int_equal(len, strlen(texts[i]));
+        assert_memory_equal(learn_body + off, texts[i], len);
+    }
+    assert_int_equal(i, 5);
+    assert_false(jsonx_ref(data, &(size_t){0}, &(size_t){0}));
+    assert_false(jsonx_ref(NULL, &(size_t){0}, &(size_t){0}));
+
+    /* Resolved, the tree is the shallow parser's. */
+    jsonx_unref(j, learn_body);
+    cJSON *sh = jsonx_parse_shallow(learn_body, strlen(learn_body), 2, err, sizeof err);
+    char *a = jsonx_print(j), *b = jsonx_print(sh);
+    assert_string_equal(a, b);
+    assert_false(jsonx_ref(items->child, &(size_t){0}, &(size_t){0}));
+    free(a);
+    free(b);
+    cJSON_Delete(sh);
+    cJSON_Delete(j);
+}
+
+static void test_refs_only_for_array_items(void **state)
+{
+    (void)state;
+    char err[256];
+    const char *t = "{\"a\": {\"b\": {\"c\": 1}}, \"l\": [[1], {\"x\": [2]}], \"e\": []}";
+    cJSON *j = jsonx_parse_refs(t, strlen(t), 1, err, sizeof err);
+    assert_non_null(j);
+    const cJSON *b = jsonx_get(jsonx_get(j, "a"), "b");
+    size_t off, len;
+    assert_false(jsonx_ref(b, &off, &len)); /* a member: its own text */
+    assert_string_equal(b->valuestring, "{\"c\": 1}");
+    const cJSON *l = jsonx_get(j, "l");
+    assert_true(jsonx_ref(l->child, &off, &len));
+    assert_memory_equal(t + off, "[1]", len);
+    assert_true(jsonx_ref(l->child->next, &off, &len));
+    assert_memory_equal(t + off, "{\"x\": [2]}", len);
+    assert_int_equal(cJSON_GetArraySize(jsonx_get(j, "e")), 0);
+    cJSON_Delete(j);
+
+    /* Everything is still validated, with the same words. */
+    const char *bad = "{\"l\": [1, [2, 03]]}";
+    assert_null(jsonx_parse_refs(bad, strlen(bad), 1, err, sizeof err));
+    assert_string_equal(err, "leading zero in number at byte 14");
+}
+
+/* The fast validator gives up at the end of the buffer wherever that is:
+ * every prefix of these texts (an exact-size copy, no NUL after it, so
+ * that a sanitizer sees any read past the end) is judged like the tree
+ * builder judges it, with the same message. */
+static void test_validator_agrees_on_every_prefix(void **state)
+{
+    (void)state;
+    static const char *const texts[] = {
+        "[0.123456, -1.5e+10, 12345678901234567890, 0, -0, 1E5, 2e-3, 0.5]",
+        "[\"plain text longer than sixteen bytes\", \"tab\\there \\u00e9 \\ud83d\\ude00\", \"\"]",
+        "{\"k\": [true, false, null, {\"x\": [[], {}]}], \"\\\"q\": \"\xc3\xa9\xe5\xad\xa6\"}",
+        "[1, 2,]", "[01]", "[1.]", "[1e]", "[-]", "[\"a\\u0000\"]", "[\"\\x\"]", "[\"a\nb\"]", "[tru]",
+        "{\"a\" 1}", "{\"a\": 1,}", "[1 2]", "[\"\\u12g4\"]",
+    };
+    for (size_t t = 0; t < sizeof texts / sizeof texts[0]; t++) {
+        size_t full = strlen(texts[t]);
+        for (size_t n = 0; n <= full; n++) {
+            char *copy = xmalloc(n ? n : 1);
+            memcpy(copy, texts[t], n);
+            char e1[256] = "", e2[256] = "";
+            cJSON *a = jsonx_parse(copy, n, e1, sizeof e1);
+            cJSON *b = jsonx_parse_shallow(copy, n, 0, e2, sizeof e2);
+            assert_true((a != NULL) == (b != NULL));
+            if (!a)
+                assert_string_equal(e1, e2);
+            cJSON_Delete(a);
+            cJSON_Delete(b);
+            free(copy);
+        }
+    }
+}
+
 /* ---- array items ---- */
 
 static void test_array_items_gives_exact_spans(void **state)
@@ -777,6 +873,9 @@ int main(void)
         cmocka_unit_test(test_shallow_raw_array_at_depth),
         cmocka_unit_test(test_shallow_negative_depth_builds_everything),
         cmocka_unit_test(test_shallow_validates_raw_values),
+        cmocka_unit_test(test_refs_point_into_the_text),
+        cmocka_unit_test(test_refs_only_for_array_items),
+        cmocka_unit_test(test_validator_agrees_on_every_prefix),
         cmocka_unit_test(test_array_items_gives_exact_spans),
         cmocka_unit_test(test_array_items_empty_arrays),
         cmocka_unit_test(test_array_items_without_callback_counts),
