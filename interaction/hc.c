@@ -1227,10 +1227,11 @@ void hc_free(hc_client *c)
     if (!c)
         return;
     while (c->reqs)
-        req_drop(c->reqs);
+        req_drop(c->reqs); // NOLINT(clang-analyzer-unix.Malloc): req_drop unlinks the head
+    /* closing a peer's last idle connection frees the peer, unlinking it */
     for (unsigned b = 0; b < HC_PEER_BUCKETS; b++)
         while (c->peers[b] && c->peers[b]->idle)
-            conn_close(c->peers[b]->idle); /* frees the peer with its last connection */
+            conn_close(c->peers[b]->idle); // NOLINT(clang-analyzer-unix.Malloc): conn_close unlinks it
     if (c->res) {
         ev_fd_del(c->loop, c->res->efd);
         pthread_mutex_lock(&c->res->mu);
