@@ -26,34 +26,37 @@
 #define MOCK_LEARNER_BIN "mock_learner"
 #endif
 
-static const char *const USAGE =
-    "usage: agg_bench COMMAND [options]\n"
-    "Commands:\n"
-    "  rounds  round time (get-data + learn), rounds/s and the aggregator's CPU\n"
-    "          per round and per learner-task, for each --learners count\n"
-    "  large   learn tasks with large data split over --learners (default 8):\n"
-    "          MB/s end to end and the aggregator's peak RSS, for each --mib\n"
-    "  floor   the loopback floor: the same exchanges by a minimal C client and\n"
-    "          server, for each --learners count\n"
-    "  guard   regression check (ctest): aggregator CPU per learner-task over the\n"
-    "          floor's CPU per exchange, measured in the same run, must stay\n"
-    "          under --max-ratio\n"
-    "  plot    --csv FILE --svg FILE: draw the rows of FILE\n"
-    "Options:\n"
-    "  --learners N,N,..    learner counts (rounds, floor: 1,4,16,64,256,1024; large: 8)\n"
-    "  --mib M,M,..         large: learn data sizes in MiB (1,16,128)\n"
-    "  --batch B            items per learner (rounds: 4; large: 64)\n"
-    "  --seconds S          measure at least S seconds per point (rounds, floor: 2)\n"
-    "  --min-rounds R       and at least R rounds (10; large: 3)\n"
-    "  --csv FILE           append one row per point\n"
-    "  --svg FILE           plot: output\n"
-    "  --connect HOST:PORT  rounds: use the aggregator listening there (its learners\n"
-    "                       already joined) instead of starting one\n"
-    "  --agg-pid PID        with --connect: the aggregator's pid, for its CPU time\n"
-    "  --impl NAME          the impl column of the CSV (c; python with --connect)\n"
-    "  --max-ratio X        guard: the largest ratio allowed (default 12)\n"
-    "  --aggregator PATH, --mock-learner PATH   executables (default: the built ones)\n"
-    "  --log-dir DIR        child logs (default: a fresh directory in /tmp)\n";
+static const char *const USAGE = "usage: agg_bench COMMAND [options]\n"
+                                 "Commands:\n"
+                                 "  rounds  round time (get-data + learn), rounds/s and the aggregator's CPU\n"
+                                 "          per round and per learner-task, for each --learners count\n"
+                                 "  large   learn tasks with large data split over --learners (default 8):\n"
+                                 "          MB/s end to end and the aggregator's peak RSS, for each --mib\n"
+                                 "  floor   the loopback floor: the same exchanges by a minimal C client and\n"
+                                 "          server, for each --learners count\n"
+                                 "  guard   regression check (ctest): aggregator CPU per learner-task over the\n"
+                                 "          floor's CPU per exchange, measured in the same run, must stay\n"
+                                 "          under --max-ratio\n"
+                                 "  plot    --csv FILE --svg FILE: draw the rows of FILE\n"
+                                 "Options:\n"
+                                 "  --learners N,N,..    learner counts (rounds, floor: 1,4,16,64,256,1024; large: 8)\n"
+                                 "  --mib M,M,..         large: learn data sizes in MiB (1,16,128)\n"
+                                 "  --batch B            items per learner (rounds: 4; large: 64)\n"
+                                 "  --seconds S          measure at least S seconds per point (rounds, floor: 2)\n"
+                                 "  --min-rounds R       and at least R rounds (10; large: 3)\n"
+                                 "  --csv FILE           append one row per point\n"
+                                 "  --svg FILE           plot: output\n"
+                                 "  --connect HOST:PORT  rounds: use the aggregator listening there (its learners\n"
+                                 "                       already joined) instead of starting one\n"
+                                 "  --agg-pid PID        with --connect: the aggregator's pid, for its CPU time\n"
+                                 "  --impl NAME          the impl column of the CSV (c; python with --connect)\n"
+                                 "  --max-ratio X        guard: the largest ratio allowed (default 12)\n"
+                                 "  --aggregator PATH, --mock-learner PATH   executables (default: the built ones)\n"
+                                 "  --one-core           rounds, floor, large: pin everything (this program and\n"
+                                 "                       the processes it starts) to one CPU, so that no\n"
+                                 "                       exchange waits for a wake-up across cores; impl\n"
+                                 "                       column c-1core / floor-1core\n"
+                                 "  --log-dir DIR        child logs (default: a fresh directory in /tmp)\n";
 
 typedef struct {
     const char *cmd;
@@ -72,6 +75,7 @@ typedef struct {
     double max_ratio;
     const char *agg_bin, *ml_bin;
     char *log_dir;
+    bool one_core;
 } opts;
 
 /* ---- the coordinator ---- */
@@ -239,8 +243,7 @@ typedef struct {
 /* Starts n learners in `procs` mock_learner processes (one process hosts
  * many learners on one loop; several use several cores, as learners on
  * their own machines would), then an aggregator joined to all of them. */
-static int fleet_start(const opts *o, int n, int procs, int batch, const char *tag, fleet *fl, char *err,
-                       size_t errlen)
+static int fleet_start(const opts *o, int n, int procs, int batch, const char *tag, fleet *fl, char *err, size_t errlen)
 {
     memset(fl, 0, sizeof *fl);
     char log[512];
@@ -260,8 +263,8 @@ static int fleet_start(const opts *o, int n, int procs, int batch, const char *t
         snprintf(nb, sizeof nb, "%d", count);
         snprintf(bb, sizeof bb, "%d", batch);
         snprintf(prefix, sizeof prefix, procs > 1 ? "learner%d_" : "learner", k);
-        char *largv[] = {(char *)o->ml_bin, "--count", nb, "--batch-size", bb, "--id-prefix", prefix,
-                         "--log-level", "warn", NULL};
+        char *largv[] = {(char *)o->ml_bin, "--count", nb,  "--batch-size", bb, "--id-prefix", prefix,
+                         "--log-level",     "warn",    NULL};
         snprintf(log, sizeof log, "%s/learners-%s-%d.log", o->log_dir, tag, k);
         if (!proc_start(&fl->learners[k], largv, NULL, log)) {
             snprintf(err, errlen, "cannot start %s", o->ml_bin);
@@ -416,9 +419,9 @@ static void print_round_header(void)
 
 static void print_round_row(const bench_row *r)
 {
-    printf("%-8s %-7s %8d %7ld %11.3f %11.3f %10.1f %12.1f %12.2f %8.2f %8.2f %14.1f\n", r->kind, r->impl,
-           r->learners, r->rounds, r->round_ms_median, r->round_ms_p90, r->rounds_per_s, r->cpu_us_per_round,
-           r->cpu_us_per_task, r->user_s, r->sys_s, r->learners_cpu_us_per_round);
+    printf("%-8s %-7s %8d %7ld %11.3f %11.3f %10.1f %12.1f %12.2f %8.2f %8.2f %14.1f\n", r->kind, r->impl, r->learners,
+           r->rounds, r->round_ms_median, r->round_ms_p90, r->rounds_per_s, r->cpu_us_per_round, r->cpu_us_per_task,
+           r->user_s, r->sys_s, r->learners_cpu_us_per_round);
     fflush(stdout);
 }
 
@@ -486,6 +489,8 @@ static int cmd_floor(const opts *o)
             fprintf(stderr, "agg_bench floor %d learners: %s\n", o->learners[i], err);
             return 1;
         }
+        if (o->one_core)
+            r.impl = "floor-1core";
         print_round_row(&r);
         if (emit(o, &r) < 0)
             return 1;
@@ -605,6 +610,16 @@ static int cmd_large(const opts *o)
 
 /* ---- guard ---- */
 
+/* Pins this process, and so every child started afterwards, to the CPU it
+ * runs on. */
+static int pin_one_core(void)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+    return sched_setaffinity(0, sizeof one, &one);
+}
+
 /* CPU times are steadier than wall times on a shared machine, and a ratio
  * of two measured in the same run cancels most of a slow or fast machine:
  * aggregator CPU per learner-task over the floor's CPU per exchange. The
@@ -612,13 +627,10 @@ static int cmd_large(const opts *o)
 static int cmd_guard(const opts *o)
 {
     int n = o->nlearners ? o->learners[0] : 16;
-    /* Everything on one core (children inherit it): whether two processes
-     * share a core or wake each other across cores changes the CPU cost of
-     * an exchange by half; on one core it is the same every time. */
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
-    sched_setaffinity(0, sizeof one, &one);
+    /* Everything on one core: whether two processes share a core or wake
+     * each other across cores changes the CPU cost of an exchange by half;
+     * on one core it is the same every time. */
+    pin_one_core();
     double best = 1e300;
     for (int t = 0; t < 3; t++) {
         bench_row fr, ar;
@@ -708,7 +720,7 @@ int main(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
+        if (!v && strcmp(a, "--one-core") != 0)
             return usage_error("an option is missing its value");
         i++;
         if (strcmp(a, "--learners") == 0) {
@@ -749,6 +761,9 @@ int main(int argc, char **argv)
             o.ml_bin = v;
         } else if (strcmp(a, "--log-dir") == 0) {
             o.log_dir = xstrdup(v);
+        } else if (strcmp(a, "--one-core") == 0) {
+            i--; /* a flag: no value */
+            o.one_core = true;
         } else {
             return usage_error("unknown option");
         }
@@ -756,7 +771,11 @@ int main(int argc, char **argv)
     ilog_init("agg_bench", ILOG_WARN, ILOG_HUMAN);
     signal(SIGPIPE, SIG_IGN);
     if (!o.impl)
-        o.impl = o.connect_host ? "python" : "c";
+        o.impl = o.connect_host ? "python" : o.one_core ? "c-1core" : "c";
+    if (o.one_core && pin_one_core() < 0) {
+        fprintf(stderr, "agg_bench: --one-core: cannot pin to a CPU: %s\n", strerror(errno));
+        return 1;
+    }
     if (!o.log_dir)
         o.log_dir = proc_tmpdir("bench");
     bool large = strcmp(o.cmd, "large") == 0;

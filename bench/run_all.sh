@@ -21,6 +21,9 @@ echo "== (d) loopback floor: minimal C client and server, same exchanges"
 "$B/bench/agg_bench" floor --csv "$CSV"
 echo "== (a), (b) rounds: get-data + learn, learners that answer at once"
 "$B/bench/agg_bench" rounds --csv "$CSV"
+echo "== (d) and (a) with everything on one core (no cross-core wake-ups)"
+"$B/bench/agg_bench" floor --one-core --learners 4,16,64 --csv "$CSV"
+"$B/bench/agg_bench" rounds --one-core --learners 4,16,64 --csv "$CSV"
 echo "== (c) large learn data over 8 learners"
 "$B/bench/agg_bench" large --csv "$CSV"
 if [ -n "${DI_ROOT:-}" ] && [ -f "$DI_ROOT/ding/worker/adapter/learner_aggregator.py" ]; then
@@ -30,4 +33,17 @@ else
     echo "== (skipped: DI-engine side by side; set DI_ROOT to a DI-engine checkout)"
 fi
 "$B/bench/agg_bench" plot --csv "$CSV" --svg "$OUT/benchmarks.svg"
+echo "== ratios (median round time; floor: the faster of its two placements)"
+awk -F, 'NR > 1 && ($1 == "rounds" || $1 == "floor") { t[$2 "," $3] = $6 }
+  END {
+    for (k in t) { split(k, p, ","); if (p[1] == "c") n[p[2]] = 1 }
+    for (l in n) {
+      f = t["floor," l]; f1 = t["floor-1core," l]; fl = (f1 != "" && (f == "" || f1 < f)) ? f1 : f
+      line = sprintf("%5d learners: ours %.3f ms", l, t["c," l])
+      if (fl != "") line = line sprintf(", %.2fx the floor (%.3f ms)", t["c," l] / fl, fl)
+      if (t["c-1core," l] != "" && f1 != "") line = line sprintf("; one core: %.2fx", t["c-1core," l] / f1)
+      if (t["python," l] != "") line = line sprintf("; DI-engine Python %.3f ms: %.1fx faster", t["python," l], t["python," l] / t["c," l])
+      print line
+    }
+  }' "$CSV" | sort -n
 echo "== wrote $CSV and $OUT/benchmarks.svg"

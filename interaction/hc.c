@@ -29,7 +29,7 @@
 #include "xalloc.h"
 
 #define HC_MAX_ADDRS 8
-#define HC_PEER_BUCKETS 1024u
+#define HC_PEER_BUCKETS_MIN 16u /* the peer table doubles past 2 peers a bucket */
 #define HC_IDLE_PER_PEER 32u
 #define HC_IDLE_MAX 4096u
 #define HC_DNS_TTL_MS 5000u
@@ -146,7 +146,8 @@ struct hc_client {
     hc_req *reqs;
     unsigned pending;
     unsigned long long bytes_in, bytes_out;
-    hc_peer *peers[HC_PEER_BUCKETS];
+    hc_peer **peers; /* hash table of nbuckets chains */
+    unsigned nbuckets, npeers;
     unsigned nidle;
     resolver *res;
     int in_send; /* inside hc_send(): no callback may run */
@@ -162,17 +163,17 @@ void hc_opts_init(hc_opts *o)
 
 /* ---- peers ---- */
 
-static unsigned key_hash(const char *s, size_t n)
+static unsigned key_hash(const char *s, size_t n, unsigned nbuckets)
 {
     unsigned h = 2166136261u;
     for (size_t i = 0; i < n; i++)
         h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h % HC_PEER_BUCKETS;
+    return h % nbuckets;
 }
 
 static hc_peer *peer_find(hc_client *c, const char *key, size_t n)
 {
-    for (hc_peer *p = c->peers[key_hash(key, n)]; p; p = p->hnext)
+    for (hc_peer *p = c->peers[key_hash(key, n, c->nbuckets)]; p; p = p->hnext)
         if (strlen(p->key) == n && memcmp(p->key, key, n) == 0)
             return p;
     return NULL;
@@ -217,7 +218,21 @@ static hc_peer *peer_get(hc_client *c, const char *key, size_t keylen, const cha
         p->naddr = 2;
         p->literal = 1;
     }
-    unsigned b = key_hash(key, keylen);
+    if (++c->npeers > 2 * c->nbuckets) { /* rehash into twice the buckets */
+        unsigned nb = c->nbuckets * 2;
+        hc_peer **t = xcalloc(nb, sizeof *t);
+        for (unsigned i = 0; i < c->nbuckets; i++)
+            for (hc_peer *q = c->peers[i], *n; q; q = n) {
+                n = q->hnext;
+                unsigned b = key_hash(q->key, strlen(q->key), nb);
+                q->hnext = t[b];
+                t[b] = q;
+            }
+        free(c->peers);
+        c->peers = t;
+        c->nbuckets = nb;
+    }
+    unsigned b = key_hash(key, keylen, c->nbuckets);
     p->hnext = c->peers[b];
     c->peers[b] = p;
     return p;
@@ -227,7 +242,8 @@ static void peer_unref(hc_client *c, hc_peer *p)
 {
     if (--p->refs > 0)
         return;
-    hc_peer **pp = &c->peers[key_hash(p->key, strlen(p->key))];
+    hc_peer **pp = &c->peers[key_hash(p->key, strlen(p->key), c->nbuckets)];
+    c->npeers--;
     while (*pp != p)
         pp = &(*pp)->hnext;
     *pp = p->hnext;
@@ -1219,6 +1235,8 @@ hc_client *hc_new(ev_loop *loop)
 {
     hc_client *c = xcalloc(1, sizeof *c);
     c->loop = loop;
+    c->nbuckets = HC_PEER_BUCKETS_MIN;
+    c->peers = xcalloc(c->nbuckets, sizeof *c->peers);
     return c;
 }
 
@@ -1229,7 +1247,7 @@ void hc_free(hc_client *c)
     while (c->reqs)
         req_drop(c->reqs); // NOLINT(clang-analyzer-unix.Malloc): req_drop unlinks the head
     /* closing a peer's last idle connection frees the peer, unlinking it */
-    for (unsigned b = 0; b < HC_PEER_BUCKETS; b++)
+    for (unsigned b = 0; b < c->nbuckets; b++)
         while (c->peers[b] && c->peers[b]->idle)
             conn_close(c->peers[b]->idle); // NOLINT(clang-analyzer-unix.Malloc): conn_close unlinks it
     if (c->res) {
@@ -1240,6 +1258,7 @@ void hc_free(hc_client *c)
         pthread_mutex_unlock(&c->res->mu);
         resolver_unref(c->res);
     }
+    free(c->peers);
     free(c);
 }
 

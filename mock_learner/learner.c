@@ -16,8 +16,8 @@
 #include "slave.h"
 #include "xalloc.h"
 
-#define NAME_SLOTS 64     /* distinct task names counted per learner */
-#define NAME_LEN_MAX 256  /* longer names are counted under "(other)" */
+#define NAME_SLOTS 64    /* distinct task names counted per learner */
+#define NAME_LEN_MAX 256 /* longer names are counted under "(other)" */
 #define LISTEN_BACKLOG 511
 #define CRASH_EXIT_CODE 3
 
@@ -31,13 +31,13 @@ typedef struct {
 
 /* The task being worked on (at most one: a slave runs one task at a time). */
 typedef struct {
-    char *id;          /* NULL: no task */
+    char *id; /* NULL: no task */
     char *name;
-    ev_timer *timer;   /* fires when the work is done */
+    ev_timer *timer; /* fires when the work is done */
     bool hung;
-    bool complete;     /* normal report: complete, else fail */
-    bool learn_ok;     /* a valid learn task: the iteration advances */
-    cJSON *result;     /* the learner's own result */
+    bool complete; /* normal report: complete, else fail */
+    bool learn_ok; /* a valid learn task: the iteration advances */
+    cJSON *result; /* the learner's own result */
     fault_plan plan;
 } work;
 
@@ -49,7 +49,7 @@ struct learner {
     int batch_size;
     long learn_time_ms;
     lstate state;
-    int fd;               /* bound, not listening; -1 while the slave owns it */
+    int fd; /* bound, not listening; -1 while the slave owns it */
     slave *slave;
     ev_timer *hold_timer; /* HELD: listen when it fires */
     ev_timer *defer_timer;
@@ -65,6 +65,9 @@ struct learner {
     unsigned long tasks_total;
     unsigned long learn_tasks, learn_items;
     long iter;
+    cJSON *prio; /* the learn result's priorities for prio_n items, kept:
+                    formatting doubles is most of a learn report's cost */
+    int prio_n;
     cJSON *task_id, *buffer_id; /* from learner_start_task; NULL: null */
     work cur;
 };
@@ -110,8 +113,9 @@ static int bind_socket(const char *host, int port, int *bound_port, char *err, s
         return -1;
     }
     /* getsockname() filled ss (the analyzer does not model it) */
-    *bound_port = ss.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-                                           : ntohs(((struct sockaddr_in *)&ss)->sin_port); // NOLINT(clang-analyzer-core.CallAndMessage)
+    *bound_port = ss.ss_family == AF_INET6
+                      ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
+                      : ntohs(((struct sockaddr_in *)&ss)->sin_port); // NOLINT(clang-analyzer-core.CallAndMessage)
     return fd;
 }
 
@@ -194,10 +198,14 @@ static cJSON *learn_info(learner *l, int n)
 {
     cJSON *info = cJSON_CreateObject();
     cJSON_AddItemToObject(info, "learner_step", jsonx_new_i64(l->iter));
-    cJSON *prio = cJSON_CreateArray();
-    for (int i = 0; i < n; i++)
-        cJSON_AddItemToArray(prio, jsonx_new_double(1.0 + l->index + 0.001 * i));
-    cJSON_AddItemToObject(info, "priority", prio);
+    if (!l->prio || l->prio_n != n) {
+        cJSON_Delete(l->prio);
+        l->prio = cJSON_CreateArray();
+        l->prio_n = n;
+        for (int i = 0; i < n; i++)
+            cJSON_AddItemToArray(l->prio, jsonx_new_double(1.0 + l->index + 0.001 * i));
+    }
+    cJSON_AddItemToObject(info, "priority", cJSON_Duplicate(l->prio, true));
     cJSON_AddBoolToObject(info, "learner_done", false);
     cJSON_AddItemToObject(info, "cur_lr", jsonx_new_double(0.001));
     /* Depends on the learner and its step, so that merged results show which
@@ -291,8 +299,7 @@ static cJSON *answer(learner *l, const char *name, const cJSON *data, const faul
 
 static char *report_body(const char *task_id, const char *result_text, bool trailing_comma)
 {
-    return xasprintf("{\"task\": {\"id\": \"%s\"}, \"result\": %s%s}", task_id, result_text,
-                     trailing_comma ? "," : "");
+    return xasprintf("{\"task\": {\"id\": \"%s\"}, \"result\": %s%s}", task_id, result_text, trailing_comma ? "," : "");
 }
 
 /* The work is done: report it as the plan says. */
@@ -496,7 +503,7 @@ static int start_listening(learner *l, char *err, size_t errlen)
     sc.channel = l->env.channel;
     sc.heartbeat_span_ms = l->env.heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
-    sc.raw_depth = 2; /* each learn data item stays raw text, */
+    sc.raw_depth = 2;   /* each learn data item stays raw text, */
     sc.raw_refs = true; /* validated in the body, not copied */
     slave_callbacks cbs = {
         .on_connect = on_connect,
@@ -621,6 +628,7 @@ void learner_free(learner *l)
         free(l->names[i].name);
     cJSON_Delete(l->task_id);
     cJSON_Delete(l->buffer_id);
+    cJSON_Delete(l->prio);
     free(l->id);
     free(l);
 }

@@ -43,7 +43,7 @@ struct srv {
     int silent;        /* never answer */
     int early;         /* answer as soon as the head is in, then close */
     xbuf last_request; /* the head (and body) of the last request */
-    sconn *conns[64];
+    sconn *conns[256];
     int nconns;
 };
 
@@ -118,7 +118,7 @@ static void on_accept(ev_loop *loop, int fd, unsigned events, void *data)
     sconn *k = xcalloc(1, sizeof *k);
     k->s = s;
     k->fd = c;
-    if (s->nconns < 64)
+    if (s->nconns < 256)
         s->conns[s->nconns++] = k;
     ev_fd_set(loop, c, EV_READ, on_sconn, k);
 }
@@ -231,6 +231,27 @@ static void keep_alive_reuses_one_connection(void **state)
     }
     assert_int_equal(f->s.accepts, 1);
     assert_int_equal(hc_pending(f->c), 0);
+}
+
+/* 100 peers (names for the same server): each keeps its own connection
+ * through the peer table's growth. */
+static void many_peers_each_keep_their_connection(void **state)
+{
+    fx *f = *state;
+    f->s.reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 100; i++) {
+            char url[96];
+            snprintf(url, sizeof url, "http://peer%d.localhost:%d/x", i, f->s.port);
+            out r = run(f, url, NULL);
+            assert_null(r.error);
+            assert_string_equal(r.body, "ok");
+            out_free(&r);
+        }
+    assert_int_equal(f->s.accepts, 100);
+    char host[64];
+    snprintf(host, sizeof host, "\r\nHost: peer99.localhost:%d\r\n", f->s.port);
+    assert_non_null(strstr(f->s.last_request.data, host));
 }
 
 static void the_wire_carries_the_reference_headers(void **state)
@@ -563,6 +584,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(keep_alive_reuses_one_connection, setup, teardown),
+        cmocka_unit_test_setup_teardown(many_peers_each_keep_their_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(the_wire_carries_the_reference_headers, setup, teardown),
         cmocka_unit_test_setup_teardown(chunked_reply_is_decoded, setup, teardown),
         cmocka_unit_test_setup_teardown(close_delimited_http10_reply, setup, teardown),
