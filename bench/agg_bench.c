@@ -541,6 +541,7 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
     char *learn = NULL;
     double *times = xcalloc((size_t)o->min_rounds, sizeof *times);
     size_t data_bytes = 0;
+    uint64_t agg_ns = 0; /* the aggregator's CPU time in the timed tasks */
     for (long k = 0; rc == 0 && k < o->min_rounds; k++) {
         long b = get_data(&co, err, errlen);
         if (b != items) {
@@ -559,6 +560,8 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
         size_t size = MASTER_TASK_HEAD + len + MASTER_TASK_TAIL + 1;
         char *d = xmalloc(size);
         memcpy(d, learn, size);
+        bench_cpu a0 = {0}, a1 = {0};
+        bench_cpu_read(fl.agg.pid, &a0);
         uint64_t t0 = ev_now_us();
         res = coord_task_sent(&co, d, len, true, err, errlen);
         if (!res) {
@@ -566,6 +569,8 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
             break;
         }
         times[k] = (double)(ev_now_us() - t0) / 1e6;
+        if (bench_cpu_read(fl.agg.pid, &a1))
+            agg_ns += a1.total_ns - a0.total_ns;
         cJSON_Delete(res);
     }
     if (rc == 0) {
@@ -576,6 +581,7 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
         r->round_ms_mean = mean * 1e3;
         r->round_ms_p90 = p90 * 1e3;
         r->mbps = (double)data_bytes / 1e6 / med;
+        r->cpu_us_per_round = (double)agg_ns / 1e3 / (double)o->min_rounds;
         uint64_t hwm = bench_peak_rss(fl.agg.pid);
         r->peak_rss_mib = (double)hwm / 1048576.0;
         r->rss_ratio = (double)hwm / (double)data_bytes;
@@ -590,8 +596,8 @@ static int large_one(const opts *o, int n, double mib, bench_row *r, char *err, 
 
 static int cmd_large(const opts *o)
 {
-    printf("%-8s %8s %8s %7s %11s %10s %14s %10s\n", "kind", "MiB", "learners", "rounds", "median ms", "MB/s",
-           "peak RSS MiB", "RSS/batch");
+    printf("%-8s %8s %8s %7s %11s %10s %14s %10s %14s\n", "kind", "MiB", "learners", "rounds", "median ms", "MB/s",
+           "peak RSS MiB", "RSS/batch", "agg CPU ms/MiB");
     for (size_t i = 0; i < o->nmib; i++) {
         bench_row r;
         char err[2048];
@@ -599,8 +605,8 @@ static int cmd_large(const opts *o)
             fprintf(stderr, "agg_bench large %g MiB: %s\n", o->mib[i], err);
             return 1;
         }
-        printf("%-8s %8g %8d %7ld %11.1f %10.1f %14.1f %10.2f\n", r.kind, r.mib, r.learners, r.rounds,
-               r.round_ms_median, r.mbps, r.peak_rss_mib, r.rss_ratio);
+        printf("%-8s %8g %8d %7ld %11.1f %10.1f %14.1f %10.2f %14.2f\n", r.kind, r.mib, r.learners, r.rounds,
+               r.round_ms_median, r.mbps, r.peak_rss_mib, r.rss_ratio, r.cpu_us_per_round / 1e3 / r.mib);
         fflush(stdout);
         if (emit(o, &r) < 0)
             return 1;
