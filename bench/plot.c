@@ -27,6 +27,8 @@ static const char *color(const char *impl)
         return "#1f77b4";
     if (strcmp(impl, "python") == 0)
         return "#d62728";
+    if (strcmp(impl, "floor-1core") == 0)
+        return "#b0b0b0";
     return "#7f7f7f";
 }
 
@@ -36,6 +38,8 @@ static const char *label(const char *impl)
         return "this aggregator";
     if (strcmp(impl, "python") == 0)
         return "DI-engine (Python)";
+    if (strcmp(impl, "floor-1core") == 0)
+        return "loopback floor, one core";
     return "loopback floor";
 }
 
@@ -90,9 +94,9 @@ static void loglog(FILE *f, const rows *rs, double x0, const char *title, const 
             MT + h + 30);
     fprintf(f, "<text x='%.1f' y='%.1f' font-size='11' text-anchor='middle' transform='rotate(-90 %.1f %.1f)'>%s</text>\n",
             x0 + 14, MT + h / 2, x0 + 14, MT + h / 2, ylab);
-    const char *impls[] = {"c", "python", "floor"};
+    const char *impls[] = {"c", "python", "floor", "floor-1core"};
     double ly = MT + 12;
-    for (size_t k = 0; k < 3; k++) {
+    for (size_t k = 0; k < 4; k++) {
         xbuf pts = {0};
         for (size_t i = 0; i < rs->n; i++) {
             const bench_row *r = &rs->v[i];
@@ -106,7 +110,7 @@ static void loglog(FILE *f, const rows *rs, double x0, const char *title, const 
         if (!pts.len)
             continue;
         fprintf(f, "<polyline points='%s' fill='none' stroke='%s' stroke-width='1.5'%s/>\n", pts.data,
-                color(impls[k]), k == 2 ? " stroke-dasharray='4 3'" : "");
+                color(impls[k]), k >= 2 ? " stroke-dasharray='4 3'" : "");
         fprintf(f, "<text x='%.1f' y='%.1f' font-size='10' fill='%s'>%s</text>\n", x0 + ML + 6, ly, color(impls[k]),
                 label(impls[k]));
         ly += 12;
