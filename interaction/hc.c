@@ -498,7 +498,8 @@ static void on_deadline(ev_loop *loop, void *data)
 
 static void send_more(hc_req *r);
 
-/* Opens a connection to the peer's address addr_i. */
+/* Opens a connection to the peer's address addr_i, or the next one that
+ * can be tried at once. */
 static void connect_next(hc_req *r)
 {
     hc_peer *p = r->p;
@@ -506,6 +507,11 @@ static void connect_next(hc_req *r)
     const struct sockaddr_storage *sa = &p->addr[r->addr_i];
     int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
+        if (r->addr_i + 1 < p->naddr) { /* e.g. no IPv6 here */
+            r->addr_i++;
+            connect_next(r);
+            return;
+        }
         char msg[128];
         snprintf(msg, sizeof msg, "cannot open a socket: %s", strerror(errno));
         fail_later(r, msg, F_RETRY);
@@ -529,6 +535,13 @@ static void connect_next(hc_req *r)
     if (errno != EINPROGRESS) {
         char msg[160];
         snprintf(msg, sizeof msg, "cannot connect to %s: %s", p->key, strerror(errno));
+        conn_close(k);
+        r->conn = NULL;
+        if (r->addr_i + 1 < p->naddr) {
+            r->addr_i++;
+            connect_next(r);
+            return;
+        }
         p->resolved_until_ms = 0;
         fail_later(r, msg, F_RETRY);
         return;
@@ -550,8 +563,8 @@ static void start_attempt(hc_req *r)
     reply_reset(r);
     r->attempt_start_ms = ev_now_ms();
     r->c->bytes_out += r->head_len - r->head_body + r->body_len + r->tail_len;
-    hc_conn *k;
-    while ((k = conn_take_idle(p))) {
+    hc_conn *k = conn_take_idle(p);
+    if (k) {
         k->req = r;
         r->conn = k;
         r->state = RS_SENDING;
@@ -568,7 +581,8 @@ static void start_attempt(hc_req *r)
 }
 
 /* A reused connection failed before any byte of the reply: the peer closed
- * it while it was idle. Retried once on a fresh connection, not counted. */
+ * it while it was idle. Retried once on a new connection (not another idle
+ * one: a peer that restarted closed them all), not counted. */
 static int retry_fresh(hc_req *r)
 {
     if (!r->conn || !r->conn->used || r->fresh_retried || r->in_len > 0)
@@ -579,14 +593,6 @@ static int retry_fresh(hc_req *r)
     reply_reset(r);
     r->fresh_retried = 1;
     hc_peer *p = r->p;
-    hc_conn *k = conn_take_idle(p);
-    if (k) {
-        k->req = r;
-        r->conn = k;
-        r->state = RS_SENDING;
-        send_more(r);
-        return 1;
-    }
     if (!p->literal && (p->naddr == 0 || ev_now_ms() >= p->resolved_until_ms)) {
         resolve_start(r);
         return 1;
@@ -808,12 +814,13 @@ static void reply_done(hc_req *r, int reusable)
     req_timer_stop(r);
     hc_conn *k = r->conn;
     r->conn = NULL;
+    /* reusable only if the whole request went out: a peer may answer one
+     * it stopped reading (413), and then expects the rest or closes */
     if (k) {
-        if (reusable && r->keep_alive)
+        if (reusable && r->keep_alive && r->sent == r->head_len + r->body_len + r->tail_len)
             conn_release(k);
-        else {
+        else
             conn_close(k);
-        }
     }
     hc_result res = {0};
     res.status = r->status;
