@@ -1,0 +1,2 @@
+# The event stream (interaction/evt.h, docs/events.md).
+dl_unit_test(test_evt SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_evt.c LIBS testutil TIMEOUT 60)
