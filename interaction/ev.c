@@ -2,6 +2,7 @@
 #include "ev.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +19,19 @@ typedef struct {
     unsigned events; /* 0: not watched */
 } fd_watch;
 
-struct ev_timer {
+/* A timer lives in a slot of one array; the heap holds slot indices. The
+ * handle given out is the slot's index and generation (see ev.h), so a
+ * handle kept past its timer's end names nothing: the generation moves on
+ * when the slot is freed. */
+typedef struct {
     uint64_t due_us;
-    uint64_t seq; /* FIFO among equal deadlines */
+    uint64_t seq;      /* FIFO among equal deadlines */
     size_t heap_index;
     ev_timer_cb cb;
     void *data;
-};
+    uint32_t gen;      /* odd while in use */
+    uint32_t next_free;
+} timer_slot;
 
 typedef struct {
     int signum;
@@ -36,11 +43,11 @@ struct ev_loop {
     int epfd;
     fd_watch *fds;
     size_t nfds;
-    ev_timer **heap;
+    timer_slot *slots;
+    uint32_t nslots, free_slot; /* free list through next_free; UINT32_MAX: none */
+    uint32_t *heap;             /* slot indices */
     size_t heap_len, heap_cap;
     uint64_t seq;
-    ev_timer *spare; /* freed timer records, reused (a list through .data) */
-    size_t nspare;
     int sigfd;
     sigset_t sigmask;
     sig_watch sigs[32];
@@ -68,6 +75,7 @@ ev_loop *ev_loop_new(void)
     ev_loop *l = xcalloc(1, sizeof *l);
     l->epfd = epfd;
     l->sigfd = -1;
+    l->free_slot = UINT32_MAX;
     sigemptyset(&l->sigmask);
     return l;
 }
@@ -76,14 +84,8 @@ void ev_loop_free(ev_loop *l)
 {
     if (!l)
         return;
-    for (size_t i = 0; i < l->heap_len; i++)
-        free(l->heap[i]);
     free(l->heap);
-    while (l->spare) {
-        ev_timer *t = l->spare;
-        l->spare = t->data;
-        free(t);
-    }
+    free(l->slots);
     free(l->fds);
     if (l->sigfd >= 0)
         close(l->sigfd);
@@ -148,25 +150,28 @@ int ev_fd_del(ev_loop *l, int fd)
 
 /* ---- timer heap ---- */
 
-static int timer_less(const ev_timer *a, const ev_timer *b)
+#define SLOT(l, i) (&(l)->slots[(l)->heap[i]])
+
+static int timer_less(const ev_loop *l, size_t i, size_t j)
 {
+    const timer_slot *a = SLOT(l, i), *b = SLOT(l, j);
     return a->due_us < b->due_us || (a->due_us == b->due_us && a->seq < b->seq);
 }
 
 static void heap_swap(ev_loop *l, size_t i, size_t j)
 {
-    ev_timer *t = l->heap[i];
+    uint32_t t = l->heap[i];
     l->heap[i] = l->heap[j];
     l->heap[j] = t;
-    l->heap[i]->heap_index = i;
-    l->heap[j]->heap_index = j;
+    SLOT(l, i)->heap_index = i;
+    SLOT(l, j)->heap_index = j;
 }
 
 static void heap_up(ev_loop *l, size_t i)
 {
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (!timer_less(l->heap[i], l->heap[p]))
+        if (!timer_less(l, i, p))
             break;
         heap_swap(l, i, p);
         i = p;
@@ -177,9 +182,9 @@ static void heap_down(ev_loop *l, size_t i)
 {
     for (;;) {
         size_t a = 2 * i + 1, b = a + 1, m = i;
-        if (a < l->heap_len && timer_less(l->heap[a], l->heap[m]))
+        if (a < l->heap_len && timer_less(l, a, m))
             m = a;
-        if (b < l->heap_len && timer_less(l->heap[b], l->heap[m]))
+        if (b < l->heap_len && timer_less(l, b, m))
             m = b;
         if (m == i)
             break;
@@ -193,36 +198,54 @@ static void heap_remove(ev_loop *l, size_t i)
     l->heap_len--;
     if (i != l->heap_len) {
         l->heap[i] = l->heap[l->heap_len];
-        l->heap[i]->heap_index = i;
+        SLOT(l, i)->heap_index = i;
         heap_down(l, i);
         heap_up(l, i);
     }
 }
 
-/* Timer records are kept for reuse: most requests and tasks start one and
- * stop it soon after, and a malloc/free pair each costs more than the heap. */
-#define EV_SPARE_MAX 4096u
-
-static void timer_release(ev_loop *l, ev_timer *t)
+/* Slots are reused (most requests and tasks start a timer and stop it soon
+ * after: no malloc per timer); the generation makes old handles stale. */
+static void slot_release(ev_loop *l, uint32_t idx)
 {
-    if (l->nspare >= EV_SPARE_MAX) {
-        free(t);
-        return;
-    }
-    t->data = l->spare;
-    l->spare = t;
-    l->nspare++;
+    timer_slot *t = &l->slots[idx];
+    t->gen++; /* even: free */
+    t->cb = NULL;
+    t->data = NULL;
+    t->next_free = l->free_slot;
+    l->free_slot = idx;
+}
+
+static ev_timer *handle_of(const ev_loop *l, uint32_t idx)
+{
+    return (ev_timer *)(uintptr_t)(((uint64_t)l->slots[idx].gen << 32) | ((uint64_t)idx + 1));
+}
+
+/* The slot a handle names, or UINT32_MAX if it names no running timer. */
+static uint32_t slot_of(const ev_loop *l, const ev_timer *h)
+{
+    uint64_t v = (uint64_t)(uintptr_t)h;
+    uint64_t idx = (v & 0xffffffffu) - 1;
+    uint32_t gen = (uint32_t)(v >> 32);
+    if (!h || idx >= l->nslots || l->slots[idx].gen != gen || !(gen & 1u))
+        return UINT32_MAX;
+    return (uint32_t)idx;
 }
 
 ev_timer *ev_timer_start(ev_loop *l, uint64_t delay_ms, ev_timer_cb cb, void *data)
 {
-    ev_timer *t = l->spare;
-    if (t) {
-        l->spare = t->data;
-        l->nspare--;
+    uint32_t idx = l->free_slot;
+    if (idx != UINT32_MAX) {
+        l->free_slot = l->slots[idx].next_free;
     } else {
-        t = xmalloc(sizeof *t);
+        if (l->nslots == UINT32_MAX - 1)
+            abort(); /* four billion timers at once */
+        idx = l->nslots++;
+        l->slots = xrealloc(l->slots, (size_t)l->nslots * sizeof *l->slots);
+        l->slots[idx] = (timer_slot){0};
     }
+    timer_slot *t = &l->slots[idx];
+    t->gen++; /* odd: in use */
     t->due_us = ev_now_us() + delay_ms * 1000u;
     t->seq = l->seq++;
     t->cb = cb;
@@ -232,18 +255,21 @@ ev_timer *ev_timer_start(ev_loop *l, uint64_t delay_ms, ev_timer_cb cb, void *da
         l->heap = xrealloc(l->heap, l->heap_cap * sizeof *l->heap);
     }
     t->heap_index = l->heap_len;
-    l->heap[l->heap_len++] = t;
+    l->heap[l->heap_len++] = idx;
     heap_up(l, t->heap_index);
-    return t;
+    return handle_of(l, idx);
 }
 
-void ev_timer_stop(ev_loop *l, ev_timer *t)
+void ev_timer_stop(ev_loop *l, ev_timer *h)
 {
-    if (!t)
+    uint32_t idx = slot_of(l, h);
+    if (idx == UINT32_MAX)
         return;
-    heap_remove(l, t->heap_index);
-    timer_release(l, t);
+    heap_remove(l, l->slots[idx].heap_index);
+    slot_release(l, idx);
 }
+
+bool ev_timer_active(const ev_loop *l, const ev_timer *h) { return slot_of(l, h) != UINT32_MAX; }
 
 /* Runs every timer that is due; timers added meanwhile with a zero delay run
  * on the next pass, so a timer that re-arms itself cannot starve I/O. */
@@ -251,12 +277,12 @@ static void run_timers(ev_loop *l)
 {
     uint64_t now = ev_now_us();
     uint64_t limit = l->seq;
-    while (l->heap_len && l->heap[0]->due_us <= now && l->heap[0]->seq < limit && !l->stop) {
-        ev_timer *t = l->heap[0];
+    while (l->heap_len && SLOT(l, 0)->due_us <= now && SLOT(l, 0)->seq < limit && !l->stop) {
+        uint32_t idx = l->heap[0];
         heap_remove(l, 0);
-        ev_timer_cb cb = t->cb;
-        void *data = t->data;
-        timer_release(l, t);
+        ev_timer_cb cb = l->slots[idx].cb;
+        void *data = l->slots[idx].data;
+        slot_release(l, idx);
         cb(l, data);
     }
 }
@@ -266,7 +292,7 @@ static int next_timeout_ms(ev_loop *l, int cap)
     if (!l->heap_len)
         return cap;
     uint64_t now = ev_now_us();
-    uint64_t due = l->heap[0]->due_us;
+    uint64_t due = SLOT(l, 0)->due_us;
     if (due <= now)
         return 0;
     uint64_t ms = (due - now + 999u) / 1000u;

@@ -1,15 +1,20 @@
 /* ev: a single-threaded epoll event loop with fd watchers, monotonic timers
  * and signals.
  *
- * Ownership: the loop owns its timer records; an ev_timer handle is valid from
- * ev_timer_start() until its callback starts or ev_timer_stop() returns,
- * whichever comes first. Watched fds stay owned by the caller.
+ * Ownership: the loop owns its timer records. An ev_timer * is a handle, not
+ * a pointer (never dereference it): an id made of a slot and a generation.
+ * It names its timer from ev_timer_start() until the callback starts or
+ * ev_timer_stop() returns; after that it names nothing, even when its slot
+ * is reused, so stopping a stale handle is a harmless no-op (it can never
+ * stop another module's timer). NULL is never a handle. Watched fds stay
+ * owned by the caller.
  * Threading: one loop per thread; no call is thread-safe. Callbacks run inside
  * ev_run()/ev_run_once() on the loop's thread and may add or remove watchers
  * and timers (including their own). */
 #ifndef EV_H
 #define EV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct ev_loop ev_loop;
@@ -37,8 +42,10 @@ int ev_fd_del(ev_loop *loop, int fd);
 
 /* One-shot timer after delay_ms. Never NULL (aborts on out of memory). */
 ev_timer *ev_timer_start(ev_loop *loop, uint64_t delay_ms, ev_timer_cb cb, void *data);
-/* Cancels a timer that has not fired yet; the handle is invalid afterwards. */
+/* Cancels a timer that has not fired yet; a NULL or stale handle is ignored. */
 void ev_timer_stop(ev_loop *loop, ev_timer *t);
+/* Whether the handle names a timer that has not fired or been stopped. */
+bool ev_timer_active(const ev_loop *loop, const ev_timer *t);
 
 /* Delivers signum through the loop (signalfd); blocks the signal in the
  * calling thread. Returns 0 or -1. One callback per signal. A child forked

@@ -1,2 +1,3 @@
-# The event stream (interaction/evt.h, docs/events.md).
+# The event loop (interaction/ev.h) and the event stream (interaction/evt.h, docs/events.md).
 dl_unit_test(test_evt SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_evt.c LIBS testutil TIMEOUT 60)
+dl_unit_test(test_ev SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ev.c LIBS testutil TIMEOUT 60)
