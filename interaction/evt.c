@@ -64,6 +64,7 @@ typedef struct {
     char run[PROTO_UUID_LEN + 1];
     int fd;
     size_t max_bytes;
+    unsigned flush_ms;
     size_t file_bytes; /* in the current file */
     xbuf pending;
     ev_timer *flush_timer;
@@ -292,13 +293,14 @@ void evt_emit(evt_id id, const evt_fields *f)
     if (!g_sink.loop || b->len >= FLUSH_BYTES)
         evt_flush();
     else if (!g_sink.flush_timer)
-        g_sink.flush_timer = ev_timer_start(g_sink.loop, FLUSH_MS, on_flush_timer, NULL);
+        g_sink.flush_timer = ev_timer_start(g_sink.loop, g_sink.flush_ms, on_flush_timer, NULL);
 }
 
-int evt_init(ev_loop *loop, const char *path, const char *process, size_t max_bytes, const cJSON *config,
-             char *err, size_t errlen)
+int evt_init(ev_loop *loop, const evt_opts *o, char *err, size_t errlen)
 {
     evt_close();
+    const char *path = o->path, *process = o->process;
+    size_t max_bytes = o->max_bytes;
     if (!path)
         return 0;
     g_sink.path = xstrdup(path);
@@ -319,10 +321,11 @@ int evt_init(ev_loop *loop, const char *path, const char *process, size_t max_by
     unlink(g_sink.rotated);
     if (proto_uuid4(g_sink.run) != 0)
         snprintf(g_sink.run, sizeof g_sink.run, "pid-%ld", (long)getpid());
-    g_sink.loop = loop;
+    g_sink.loop = o->each_line ? NULL : loop;
+    g_sink.flush_ms = o->flush_ms ? o->flush_ms : FLUSH_MS;
     g_sink.start_ms = ev_now_ms();
     g_sink.on = true;
-    EVT_EMIT(started, .version = DILEARN_VERSION, .pid = (int64_t)getpid(), .config = config);
+    EVT_EMIT(started, .version = DILEARN_VERSION, .pid = (int64_t)getpid(), .config = o->config);
     return 0;
 }
 

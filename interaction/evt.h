@@ -157,14 +157,20 @@ const char *evt_field_name(evt_field_id f);
 evt_type evt_field_type(evt_field_id f);
 const char *evt_field_doc(evt_field_id f);
 
-/* Opens the sink: path NULL disables it (evt_emit is then a no-op, and so
- * are the others). max_bytes 0: 64 MiB. loop: drives the once-a-second
- * flush (may be NULL: then every line is written at once). process: the
- * program's name. -1 with err if the file cannot be opened; called again,
- * it closes the previous sink first. Writes the "started" line itself
- * (config borrowed, may be NULL). */
-int evt_init(ev_loop *loop, const char *path, const char *process, size_t max_bytes, const cJSON *config,
-             char *err, size_t errlen);
+typedef struct {
+    const char *path;    /* NULL: no sink (evt_emit and the rest are no-ops) */
+    const char *process; /* the program's name */
+    size_t max_bytes;    /* the cap on FILE + FILE.1; 0: 64 MiB (at least 4 KiB) */
+    unsigned flush_ms;   /* pending lines are written within this; 0: 1000 */
+    bool each_line;      /* write every line at once (for a runner that reacts
+                            to events as they happen) */
+    const cJSON *config; /* the "started" line's config (borrowed), or NULL */
+} evt_opts;
+
+/* Opens the sink and writes the "started" line. loop drives the periodic
+ * flush (NULL: every line is written at once). -1 with err if the file
+ * cannot be opened; called again, it closes the previous sink first. */
+int evt_init(ev_loop *loop, const evt_opts *opts, char *err, size_t errlen);
 bool evt_enabled(void);
 void evt_emit(evt_id id, const evt_fields *f);
 /* Writes what is pending (before a deliberate crash, at exit). */

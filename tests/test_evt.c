@@ -80,7 +80,7 @@ static void every_event_round_trips(void **state)
     char *path = tmp_path("a.jsonl");
     char err[256];
     cJSON *cfg = jsonx_parse("{\"learners\": 2}", 15, err, sizeof err);
-    assert_int_equal(evt_init(NULL, path, "test_evt", 0, cfg, err, sizeof err), 0);
+    assert_int_equal(evt_init(NULL, &(evt_opts){.path = path, .process = "test_evt", .config = cfg}, err, sizeof err), 0);
     cJSON *list = jsonx_parse("[\"learner0\"]", 12, err, sizeof err);
     evt_fields f = {.learner = "learner1", .label = "g\"1\\", .addr = "127.0.0.1:9",
                     .name = "learner_learn_task", .id = "id-\xff", .sub_id = "s", .items = 7,
@@ -146,7 +146,7 @@ static void lines_are_buffered_and_flushed_within_a_second(void **state)
     ev_loop *loop = ev_loop_new();
     char *path = tmp_path("b.jsonl");
     char err[256];
-    assert_int_equal(evt_init(loop, path, "t", 0, NULL, err, sizeof err), 0);
+    assert_int_equal(evt_init(loop, &(evt_opts){.path = path, .process = "t"}, err, sizeof err), 0);
     EVT_EMIT(learner_left, .learner = "learner0", .reason = "gone", .world = 0);
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
@@ -174,7 +174,7 @@ static void the_file_is_capped_with_one_rotation(void **state)
     char *path = tmp_path("c.jsonl");
     char err[256];
     size_t cap = 16 * 1024;
-    assert_int_equal(evt_init(NULL, path, "t", cap, NULL, err, sizeof err), 0);
+    assert_int_equal(evt_init(NULL, &(evt_opts){.path = path, .process = "t", .max_bytes = cap}, err, sizeof err), 0);
     for (int i = 0; i < 2000; i++)
         EVT_EMIT(task_received, .name = "learner_learn_task", .id = "0123456789abcdef", .items = i);
     evt_stats st = evt_get_stats();
@@ -202,7 +202,7 @@ static void a_write_error_is_counted_and_never_stops(void **state)
     char err[256];
     if (access("/dev/full", W_OK) != 0)
         skip();
-    assert_int_equal(evt_init(NULL, "/dev/full", "t", 0, NULL, err, sizeof err), 0);
+    assert_int_equal(evt_init(NULL, &(evt_opts){.path = "/dev/full", .process = "t"}, err, sizeof err), 0);
     for (int i = 0; i < 10; i++)
         EVT_EMIT(shutdown, .signal = NULL, .reason = "x");
     evt_stats st = evt_get_stats();
@@ -215,7 +215,7 @@ static void an_unopenable_file_is_a_clear_error(void **state)
 {
     (void)state;
     char err[256];
-    assert_int_equal(evt_init(NULL, "/nonexistent-dir/e.jsonl", "t", 0, NULL, err, sizeof err), -1);
+    assert_int_equal(evt_init(NULL, &(evt_opts){.path = "/nonexistent-dir/e.jsonl", .process = "t"}, err, sizeof err), -1);
     assert_non_null(strstr(err, "/nonexistent-dir/e.jsonl"));
     assert_false(evt_enabled());
     EVT_EMIT(shutdown, .reason = "no-op");
