@@ -16,6 +16,7 @@
 #include "sc_report.h"
 #include "sc_run.h"
 #include "sc_scenario.h"
+#include "util.h"
 #include "xalloc.h"
 
 static void usage(FILE *out)
@@ -68,7 +69,10 @@ typedef struct {
     uint64_t start_ms;
 } app;
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
 
 /* Expands PATH arguments into files. */
 static int collect(const char *path, char ***files, size_t *n)
@@ -200,8 +204,7 @@ static void on_run_done(void *ud, sc_run *run)
         a->failed++;
     clear_progress(a);
     printf("[%*zu/%zu] %s  %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
-           r->passed ? "PASS" : "FAIL", r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok,
-           r->nchecks);
+           r->passed ? "PASS" : "FAIL", r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok, r->nchecks);
     if (!r->passed)
         sc_report_failure(stdout, r);
     fflush(stdout);
@@ -248,7 +251,10 @@ static void on_sigterm(ev_loop *loop, int signum, void *data)
 }
 
 /* Longest first: big scenarios start early so -j N ends sooner. */
-static long weight(const sc_scenario *s) { return (long)s->nlearners * 20 + s->min_run_ms + s->timeout_ms / 50; }
+static long weight(const sc_scenario *s)
+{
+    return (long)s->nlearners * 20 + s->min_run_ms + s->timeout_ms / 50;
+}
 
 /* Frees what main() read before running anything (early exits). */
 static void free_inputs(sc_scenario **sc, size_t nsc, char **files, size_t nfiles, char **paths, char **filters)
@@ -263,19 +269,25 @@ static void free_inputs(sc_scenario **sc, size_t nsc, char **files, size_t nfile
     free(filters);
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct {
+    int max_jobs;
+    const char *bin_dir, *out_dir, *junit, *html;
+    const char *exe_over[4];
+    bool check_only, list, verbose, quiet, has_seed;
+    uint64_t seed;
+    char **filters;
+    size_t nfilters;
+    char **paths;
+    size_t npaths;
+} cli;
+
+static const char *const exe_names[4] = {"aggregator", "mock_learner", "mock_coordinator", "mock_operator"};
+static const char *const exe_flags[4] = {"--aggregator", "--mock-learner", "--mock-coordinator", "--mock-operator"};
+
+/* -1: go on; otherwise the exit status (--help, --version, a usage error). */
+static int parse_args(int argc, char **argv, cli *c)
 {
-    app a = {.max_jobs = 1};
-    const char *bin_dir = NULL, *out_dir = "out", *junit = NULL, *html = NULL;
-    const char *exe_over[4] = {NULL, NULL, NULL, NULL};
-    static const char *const exe_names[4] = {"aggregator", "mock_learner", "mock_coordinator", "mock_operator"};
-    static const char *const exe_flags[4] = {"--aggregator", "--mock-learner", "--mock-coordinator", "--mock-operator"};
-    bool check_only = false, list = false, verbose = false, quiet = false, has_seed = false;
-    uint64_t seed = 0;
-    char **filters = NULL;
-    size_t nfilters = 0;
-    char **paths = NULL;
-    size_t npaths = 0;
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         const char *val = NULL;
@@ -308,54 +320,49 @@ int main(int argc, char **argv)
                 val = f + 2;
             else
                 NEEDVAL();
-            char *end;
-            long n = strtol(val, &end, 10);
-            if (*end || n < 1 || n > 64) {
+            int64_t n;
+            if (!util_parse_i64(val, 1, 64, &n)) {
                 fprintf(stderr, "run_scenarios: --jobs: \"%s\" is not a number from 1 to 64\n", val);
                 return 2;
             }
-            a.max_jobs = (int)n;
+            c->max_jobs = (int)n;
         } else if (strcmp(f, "--seed") == 0) {
             NEEDVAL();
-            char *end;
-            errno = 0;
-            unsigned long long s = strtoull(val, &end, 10);
-            if (*end || errno || !*val || val[0] == '-') {
+            if (!util_parse_u64(val, &c->seed)) {
                 fprintf(stderr, "run_scenarios: --seed: \"%s\" is not an integer >= 0\n", val);
                 return 2;
             }
-            seed = s;
-            has_seed = true;
+            c->has_seed = true;
         } else if (strcmp(f, "--filter") == 0) {
             NEEDVAL();
-            filters = xrealloc(filters, (nfilters + 1) * sizeof *filters);
-            filters[nfilters++] = (char *)val;
+            c->filters = xrealloc(c->filters, (c->nfilters + 1) * sizeof *c->filters);
+            c->filters[c->nfilters++] = (char *)val;
         } else if (strcmp(f, "--out") == 0) {
             NEEDVAL();
-            out_dir = val;
+            c->out_dir = val;
         } else if (strcmp(f, "--junit") == 0) {
             NEEDVAL();
-            junit = val;
+            c->junit = val;
         } else if (strcmp(f, "--html") == 0) {
             NEEDVAL();
-            html = val;
+            c->html = val;
         } else if (strcmp(f, "--bin-dir") == 0) {
             NEEDVAL();
-            bin_dir = val;
+            c->bin_dir = val;
         } else if (strcmp(f, "--check") == 0) {
-            check_only = true;
+            c->check_only = true;
         } else if (strcmp(f, "--list") == 0) {
-            list = true;
+            c->list = true;
         } else if (strcmp(f, "-v") == 0 || strcmp(f, "--verbose") == 0) {
-            verbose = true;
+            c->verbose = true;
         } else if (strcmp(f, "-q") == 0 || strcmp(f, "--quiet") == 0) {
-            quiet = true;
+            c->quiet = true;
         } else {
             bool matched = false;
             for (int k = 0; k < 4; k++)
                 if (strcmp(f, exe_flags[k]) == 0) {
                     NEEDVAL();
-                    exe_over[k] = val;
+                    c->exe_over[k] = val;
                     matched = true;
                 }
             if (!matched) {
@@ -363,25 +370,25 @@ int main(int argc, char **argv)
                     fprintf(stderr, "run_scenarios: unknown flag %s (see --help)\n", f);
                     return 2;
                 }
-                paths = xrealloc(paths, (npaths + 1) * sizeof *paths);
-                paths[npaths++] = argv[i];
+                c->paths = xrealloc(c->paths, (c->npaths + 1) * sizeof *c->paths);
+                c->paths[c->npaths++] = argv[i];
             }
         }
+#undef NEEDVAL
     }
-    if (npaths == 0) {
+    if (c->npaths == 0) {
         fprintf(stderr, "run_scenarios: no scenario given (a file or a folder such as scenarios/)\n");
         usage(stderr);
         return 2;
     }
-    char **files = NULL;
-    size_t nfiles = 0;
-    for (size_t i = 0; i < npaths; i++)
-        if (collect(paths[i], &files, &nfiles) != 0)
-            return 2;
-    /* validate everything before anything starts */
+    return -1;
+}
+
+/* Loads and validates every file, keeps those the filters select. The
+ * number of invalid files (their errors printed). */
+static int load_scenarios(const cli *c, char **files, size_t nfiles, sc_scenario **sc, size_t *nsc)
+{
     int bad = 0;
-    sc_scenario **sc = xcalloc(nfiles + 1, sizeof *sc);
-    size_t nsc = 0;
     for (size_t i = 0; i < nfiles; i++) {
         char *errs = NULL;
         sc_scenario *s = sc_scenario_load(files[i], &errs);
@@ -391,54 +398,41 @@ int main(int argc, char **argv)
             bad++;
             continue;
         }
-        bool keep = nfilters == 0;
-        for (size_t k = 0; k < nfilters; k++)
-            keep |= strstr(s->name, filters[k]) != NULL;
+        bool keep = c->nfilters == 0;
+        for (size_t k = 0; k < c->nfilters; k++)
+            keep |= strstr(s->name, c->filters[k]) != NULL;
         if (keep)
-            sc[nsc++] = s;
+            sc[(*nsc)++] = s;
         else
             sc_scenario_free(s);
     }
-    if (bad) {
-        fprintf(stderr, "run_scenarios: %d of %zu scenario files are invalid; nothing was run\n", bad, nfiles);
-        free_inputs(sc, nsc, files, nfiles, paths, filters);
-        return 2;
+    return bad;
+}
+
+/* The four executables (exes[k] owned by the caller). 0, or 2 with the
+ * error printed. */
+static int find_exes(const cli *c, sc_scenario *const *sc, size_t nsc, char *exes[4], char **self_dir)
+{
+    *self_dir = NULL;
+    char *self = realpath("/proc/self/exe", NULL);
+    if (self) {
+        char *slash = strrchr(self, '/');
+        if (slash)
+            *slash = '\0';
+        *self_dir = self;
     }
-    if (list || check_only) {
-        for (size_t i = 0; i < nsc; i++)
-            printf("%-34s %s\n", sc[i]->name, list ? sc[i]->description : "ok");
-        if (check_only)
-            printf("%zu scenario files are valid\n", nsc);
-        free_inputs(sc, nsc, files, nfiles, paths, filters);
-        return 0;
-    }
-    if (nsc == 0) {
-        fprintf(stderr, "run_scenarios: no scenario to run\n");
-        free_inputs(sc, nsc, files, nfiles, paths, filters);
-        return 2;
-    }
-    /* the executables */
-    char *self_dir = NULL;
-    {
-        char *self = realpath("/proc/self/exe", NULL);
-        if (self) {
-            char *slash = strrchr(self, '/');
-            if (slash)
-                *slash = '\0';
-            self_dir = self;
-        }
-    }
-    char *exes[4];
+    for (int k = 0; k < 4; k++)
+        exes[k] = NULL;
     for (int k = 0; k < 4; k++) {
-        if (exe_over[k]) {
-            exes[k] = realpath(exe_over[k], NULL);
+        if (c->exe_over[k]) {
+            exes[k] = realpath(c->exe_over[k], NULL);
             if (!exes[k] || access(exes[k], X_OK) != 0) {
-                fprintf(stderr, "run_scenarios: %s %s: not an executable\n", exe_flags[k], exe_over[k]);
+                fprintf(stderr, "run_scenarios: %s %s: not an executable\n", exe_flags[k], c->exe_over[k]);
                 return 2;
             }
             continue;
         }
-        const char *dir = bin_dir ? bin_dir : self_dir ? self_dir : ".";
+        const char *dir = c->bin_dir ? c->bin_dir : *self_dir ? *self_dir : ".";
         exes[k] = find_exe(dir, exe_names[k]);
         bool needed = k != 3;
         if (k == 3)
@@ -452,118 +446,175 @@ int main(int argc, char **argv)
         if (!exes[k])
             exes[k] = xstrdup("/nonexistent/mock_operator");
     }
-    unsigned char *ports_used = xcalloc(65536, 1);
+    return 0;
+}
+
+/* "run_scenarios --bin-dir X ...": the replay command without the seed and
+ * the file. */
+static char *replay_prefix(const cli *c, const char *argv0)
+{
     xbuf rp = {0};
-    xbuf_printf(&rp, "%s", argv[0]);
-    if (bin_dir)
-        xbuf_printf(&rp, " --bin-dir %s", bin_dir);
+    xbuf_printf(&rp, "%s", argv0);
+    if (c->bin_dir)
+        xbuf_printf(&rp, " --bin-dir %s", c->bin_dir);
     for (int k = 0; k < 4; k++)
-        if (exe_over[k])
-            xbuf_printf(&rp, " %s %s", exe_flags[k], exe_over[k]);
-    if (strcmp(out_dir, "out") != 0)
-        xbuf_printf(&rp, " --out %s", out_dir);
-    char *replay_prefix = xbuf_take(&rp);
+        if (c->exe_over[k])
+            xbuf_printf(&rp, " %s %s", exe_flags[k], c->exe_over[k]);
+    if (strcmp(c->out_dir, "out") != 0)
+        xbuf_printf(&rp, " --out %s", c->out_dir);
+    return xbuf_take(&rp);
+}
+
+/* Runs every scenario on one loop, -j N side by side, until all ended. */
+static void run_all(app *a, sc_scenario **sc, size_t nsc, const cli *c)
+{
+    signal(SIGPIPE, SIG_IGN);
+    a->set = sc_procset_new(a->loop);
+    ev_signal(a->loop, SIGCHLD, on_sigchld, a);
+    ev_signal(a->loop, SIGTERM, on_sigterm, a);
+    ev_signal(a->loop, SIGINT, on_sigterm, a);
+    ev_signal(a->loop, SIGHUP, on_sigterm, a);
+    a->tty = isatty(2);
+    a->quiet = c->quiet;
+    a->njobs = nsc;
+    a->jobs = xcalloc(nsc, sizeof *a->jobs);
+    a->queue = xcalloc(nsc, sizeof *a->queue);
+    for (size_t i = 0; i < nsc; i++) {
+        a->jobs[i].s = sc[i];
+        a->queue[i] = i;
+    }
+    /* the longest first, when running side by side */
+    if (a->max_jobs > 1)
+        for (size_t i = 1; i < nsc; i++)
+            for (size_t k = i; k > 0 && weight(sc[a->queue[k]]) > weight(sc[a->queue[k - 1]]); k--) {
+                size_t t = a->queue[k];
+                a->queue[k] = a->queue[k - 1];
+                a->queue[k - 1] = t;
+            }
+    mkdir(c->out_dir, 0755);
+    printf("run_scenarios: %zu scenario%s, -j %d, %s\n", nsc, nsc == 1 ? "" : "s", a->max_jobs,
+           c->has_seed ? "seed " : "each with its own seed");
+    if (c->has_seed)
+        printf("run_scenarios: every scenario runs with seed %llu\n", (unsigned long long)c->seed);
+    fflush(stdout);
+    a->start_ms = ev_now_ms();
+    start_next(a);
+    ev_run(a->loop);
+}
+
+/* The summary and the reports; the exit status so far (0 or 1). */
+static int report_all(app *a, const cli *c, size_t nsc)
+{
+    double wall = (double)(ev_now_ms() - a->start_ms);
+    clear_progress(a);
+    const sc_result **res = xcalloc(nsc, sizeof *res);
+    size_t nres = 0;
+    for (size_t i = 0; i < nsc; i++)
+        if (a->jobs[i].state == 2)
+            res[nres++] = sc_run_result(a->jobs[i].run);
+    sc_report_summary(stdout, res, nres, wall);
+    int rc = a->failed || nres < nsc ? 1 : 0;
+    if (c->junit) {
+        if (sc_report_junit(c->junit, res, nres, wall) != 0) {
+            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->junit, strerror(errno));
+            rc = rc ? rc : 1;
+        } else {
+            printf("JUnit report: %s\n", c->junit);
+        }
+    }
+    if (c->html) {
+        if (sc_report_html(c->html, res, nres, wall) != 0) {
+            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->html, strerror(errno));
+            rc = rc ? rc : 1;
+        } else {
+            printf("HTML report: %s\n", c->html);
+        }
+    }
+    fflush(stdout);
+    free(res);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    app a = {.max_jobs = 1};
+    cli c = {.max_jobs = 1, .out_dir = "out"};
+    int prc = parse_args(argc, argv, &c);
+    if (prc >= 0) {
+        free(c.filters);
+        free(c.paths);
+        return prc;
+    }
+    a.max_jobs = c.max_jobs;
+    char **files = NULL;
+    size_t nfiles = 0;
+    for (size_t i = 0; i < c.npaths; i++)
+        if (collect(c.paths[i], &files, &nfiles) != 0)
+            return 2;
+    /* validate everything before anything starts */
+    sc_scenario **sc = xcalloc(nfiles + 1, sizeof *sc);
+    size_t nsc = 0;
+    int bad = load_scenarios(&c, files, nfiles, sc, &nsc);
+    if (bad) {
+        fprintf(stderr, "run_scenarios: %d of %zu scenario files are invalid; nothing was run\n", bad, nfiles);
+        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
+        return 2;
+    }
+    if (c.list || c.check_only) {
+        for (size_t i = 0; i < nsc; i++)
+            printf("%-34s %s\n", sc[i]->name, c.list ? sc[i]->description : "ok");
+        if (c.check_only)
+            printf("%zu scenario files are valid\n", nsc);
+        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
+        return 0;
+    }
+    if (nsc == 0) {
+        fprintf(stderr, "run_scenarios: no scenario to run\n");
+        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
+        return 2;
+    }
+    char *exes[4], *self_dir;
+    if (find_exes(&c, sc, nsc, exes, &self_dir) != 0)
+        return 2;
+    unsigned char *ports_used = xcalloc(65536, 1);
+    char *rprefix = replay_prefix(&c, argv[0]);
     a.opts = (sc_run_opts){
         .aggregator = exes[0],
         .mock_learner = exes[1],
         .mock_coordinator = exes[2],
         .mock_operator = exes[3],
-        .out_dir = out_dir,
-        .replay_prefix = replay_prefix,
+        .out_dir = c.out_dir,
+        .replay_prefix = rprefix,
         .ports_used = ports_used,
-        .has_seed = has_seed,
-        .seed = seed,
-        .verbose = verbose,
+        .has_seed = c.has_seed,
+        .seed = c.seed,
+        .verbose = c.verbose,
         .learner_id_base = help_mentions(exes[1], "--id-base"),
         .json_logs = true,
     };
-    signal(SIGPIPE, SIG_IGN);
     a.loop = ev_loop_new();
     if (!a.loop) {
         perror("run_scenarios: ev_loop_new");
         return 1;
     }
-    a.set = sc_procset_new(a.loop);
-    ev_signal(a.loop, SIGCHLD, on_sigchld, &a);
-    ev_signal(a.loop, SIGTERM, on_sigterm, &a);
-    ev_signal(a.loop, SIGINT, on_sigterm, &a);
-    ev_signal(a.loop, SIGHUP, on_sigterm, &a);
-    a.tty = isatty(2);
-    a.quiet = quiet;
-    a.njobs = nsc;
-    a.jobs = xcalloc(nsc, sizeof *a.jobs);
-    a.queue = xcalloc(nsc, sizeof *a.queue);
-    for (size_t i = 0; i < nsc; i++) {
-        a.jobs[i].s = sc[i];
-        a.queue[i] = i;
-    }
-    /* the longest first, when running side by side */
-    if (a.max_jobs > 1)
-        for (size_t i = 1; i < nsc; i++)
-            for (size_t k = i; k > 0 && weight(sc[a.queue[k]]) > weight(sc[a.queue[k - 1]]); k--) {
-                size_t t = a.queue[k];
-                a.queue[k] = a.queue[k - 1];
-                a.queue[k - 1] = t;
-            }
-    mkdir(out_dir, 0755);
-    printf("run_scenarios: %zu scenario%s, -j %d, %s\n", nsc, nsc == 1 ? "" : "s", a.max_jobs,
-           has_seed ? "seed " : "each with its own seed");
-    if (has_seed)
-        printf("run_scenarios: every scenario runs with seed %llu\n", (unsigned long long)seed);
-    fflush(stdout);
-    a.start_ms = ev_now_ms();
-    start_next(&a);
-    ev_run(a.loop);
-    double wall = (double)(ev_now_ms() - a.start_ms);
-    clear_progress(&a);
-    const sc_result **res = xcalloc(nsc, sizeof *res);
-    size_t nres = 0;
-    for (size_t i = 0; i < nsc; i++)
-        if (a.jobs[i].state == 2)
-            res[nres++] = sc_run_result(a.jobs[i].run);
-    sc_report_summary(stdout, res, nres, wall);
-    int rc = a.failed || nres < nsc ? 1 : 0;
-    if (junit) {
-        if (sc_report_junit(junit, res, nres, wall) != 0) {
-            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", junit, strerror(errno));
-            rc = rc ? rc : 1;
-        } else {
-            printf("JUnit report: %s\n", junit);
-        }
-    }
-    if (html) {
-        if (sc_report_html(html, res, nres, wall) != 0) {
-            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", html, strerror(errno));
-            rc = rc ? rc : 1;
-        } else {
-            printf("HTML report: %s\n", html);
-        }
-    }
-    fflush(stdout);
+    run_all(&a, sc, nsc, &c);
+    int rc = report_all(&a, &c, nsc);
     /* nothing may outlive the runner */
     sc_procset_signal_all(a.set, SIGKILL);
-    for (size_t i = 0; i < nsc; i++) {
+    for (size_t i = 0; i < nsc; i++)
         sc_run_free(a.jobs[i].run);
-        sc_scenario_free(sc[i]);
-    }
     if (a.progress)
         ev_timer_stop(a.loop, a.progress);
     sc_procset_free(a.set);
     ev_loop_free(a.loop);
-    free(res);
-    free(sc);
     free(a.jobs);
     free(a.queue);
-    for (size_t i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
-    free(paths);
-    free(filters);
+    free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
     for (int k = 0; k < 4; k++)
         free(exes[k]);
     free(self_dir);
     free(ports_used);
-    free(replay_prefix);
+    free(rprefix);
     if (a.signalled)
         return 128 + a.signalled;
     return rc;

@@ -1,0 +1,362 @@
+/* sc_cmd: the command lines of a run's processes, their ports, starting one
+ * (see sc_run_int.h). */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sc_run_int.h"
+#include "util.h"
+
+static uint64_t splitmix(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* A free port: not handed out before by this runner, and bindable now. */
+static bool port_free(int port)
+{
+    /* as the servers bind: a port whose old connections linger in
+     * TIME_WAIT is free for them (SO_REUSEADDR) */
+    char err[256];
+    int fd = util_tcp_bind("127.0.0.1", port, -1, false, err, sizeof err);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
+/* n consecutive free ports below the kernel's ephemeral range (so that no
+ * outgoing connection takes one before its server binds it). -1 if none. */
+static int alloc_ports(sc_run *r, int n)
+{
+    static const int lo = 10000, hi = 32700;
+    uint64_t x = ((uint64_t)getpid() << 32) ^ ev_now_us();
+    for (int attempt = 0; attempt < 2000; attempt++) {
+        int span = hi - lo - n;
+        if (span <= 0)
+            return -1;
+        int base = lo + (int)(splitmix(&x) % (uint64_t)span);
+        bool ok = true;
+        for (int i = 0; i < n && ok; i++)
+            ok = !r->opts.ports_used[base + i] && port_free(base + i);
+        if (!ok)
+            continue;
+        for (int i = 0; i < n; i++)
+            r->opts.ports_used[base + i] = 1;
+        return base;
+    }
+    return -1;
+}
+
+void sr_release_ports(sc_run *r, int base, int n)
+{
+    if (base <= 0)
+        return;
+    for (int i = 0; i < n; i++)
+        r->opts.ports_used[base + i] = 0;
+}
+
+char *sr_learner_addr(const sc_run *r, int learner)
+{
+    int g = sc_scenario_group_of(r->s, learner);
+    const rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    int port = rp->base_port + (learner - r->s->groups[g].first);
+    if (r->s->k8s)
+        return xasprintf("learner%d.localhost:%d", learner, port);
+    return xasprintf("127.0.0.1:%d", port);
+}
+
+int sr_spawn(sc_run *r, int idx)
+{
+    rproc *rp = &r->procs[idx];
+    char err[512];
+    rp->ready = false;
+    rp->runner_signal = false;
+    if (sc_proc_spawn(rp->p, rp->argv, rp->env, err, sizeof err) != 0) {
+        sr_fail(r, "cannot start %s: %s", sc_scenario_proc_name(r->s, idx), err);
+        return -1;
+    }
+    sr_log(r, "started %s (pid %d): %s ...", sc_scenario_proc_name(r->s, idx), (int)sc_proc_pid(rp->p), rp->argv[0]);
+    if (r->t0_set)
+        sr_mark(r, 3,
+                idx >= SC_PROC_GROUP0 && r->s->groups[idx - SC_PROC_GROUP0].count == 1
+                    ? r->s->groups[idx - SC_PROC_GROUP0].first
+                    : -1,
+                "%s started%s", sc_scenario_proc_name(r->s, idx), sc_proc_spawns(rp->p) > 1 ? " again" : "");
+    return 0;
+}
+
+static void push_flag(char ***v, const char *flag, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void push_flag(char ***v, const char *flag, const char *fmt, ...)
+{
+    util_strv_push(v, xstrdup(flag));
+    char buf[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    util_strv_push(v, xstrdup(buf));
+}
+
+/* Learners and the coordinator log at debug: their per-task lines are the
+ * runner's events. */
+static void log_flags(char ***v, const sc_run *r, const char *level)
+{
+    if (r->opts.json_logs)
+        push_flag(v, "--log-format", "json");
+    push_flag(v, "--log-level", "%s", level);
+}
+
+char *sr_dump_path(const sc_run *r, size_t g)
+{
+    return xasprintf("%s/%s.dump.jsonl", r->run_dir, r->s->groups[g].name);
+}
+
+/* The ports of a run: six for the aggregator, operator and coordinator,
+ * then a range and a control port per learner group. 0 or -1. */
+static int alloc_run_ports(sc_run *r)
+{
+    const sc_scenario *s = r->s;
+    int base = alloc_ports(r, 6);
+    if (base < 0)
+        return -1;
+    r->agg_slave_port = base;
+    r->agg_master_port = base + 1;
+    r->agg_metrics_port = base + 2;
+    r->op_port = base + 3;
+    r->op_ctl_port = base + 4;
+    r->coord_port = base + 5;
+    for (size_t g = 0; g < s->ngroups; g++) {
+        rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+        rp->base_port = alloc_ports(r, s->groups[g].count);
+        rp->ctl_port = alloc_ports(r, 1);
+        if (rp->base_port < 0 || rp->ctl_port < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* The command line of learner group g; sx: the seed sequence. */
+static void group_command(sc_run *r, size_t g, uint64_t *sx)
+{
+    const sc_scenario *s = r->s;
+    const sc_group *gr = &s->groups[g];
+    rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    char **v = util_strv_new();
+    util_strv_push(&v, xstrdup(r->opts.mock_learner));
+    push_flag(&v, "--count", "%d", gr->count);
+    push_flag(&v, "--host", "127.0.0.1");
+    push_flag(&v, "--base-port", "%d", rp->base_port);
+    push_flag(&v, "--control-port", "%d", rp->ctl_port);
+    push_flag(&v, "--batch-size", "%d", gr->batch_size);
+    push_flag(&v, "--learn-time-ms", "%ld", gr->learn_time_ms);
+    push_flag(&v, "--heartbeat-span-ms", "%ld", gr->heartbeat_span_ms ? gr->heartbeat_span_ms : s->heartbeat_span_ms);
+    /* ids must be unique over every process (the coordinator's dump
+     * checks key on them): group 0 is learner0.., the others
+     * <group>-learner0.. unless mock_learner takes --id-base */
+    if (r->opts.learner_id_base) {
+        push_flag(&v, "--id-prefix", "learner");
+        push_flag(&v, "--id-base", "%d", gr->first);
+    } else {
+        push_flag(&v, "--id-prefix", "%s", g == 0 ? "learner" : gr->name);
+        if (g != 0) {
+            free(v[util_strv_len(v) - 1]);
+            v[util_strv_len(v) - 1] = xasprintf("%s-learner", gr->name);
+        }
+    }
+    char *dp = sr_dump_path(r, g);
+    push_flag(&v, "--dump", "%s", dp);
+    free(dp);
+    push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
+    for (size_t f = 0; f < gr->nfaults; f++)
+        push_flag(&v, "--fault", "%s", gr->faults[f]);
+    log_flags(&v, r, "debug");
+    for (size_t a = 0; a < gr->nargs; a++)
+        util_strv_push(&v, xstrdup(gr->args[a]));
+    rp->argv = v;
+    rp->env = util_strv_new();
+    rp->wanted = !gr->absent;
+}
+
+static void operator_command(sc_run *r, uint64_t *sx)
+{
+    const sc_scenario *s = r->s;
+    rproc *rp = &r->procs[SC_PROC_OP];
+    char **v = util_strv_new();
+    util_strv_push(&v, xstrdup(r->opts.mock_operator));
+    push_flag(&v, "--host", "127.0.0.1");
+    push_flag(&v, "--port", "%d", r->op_port);
+    push_flag(&v, "--control-port", "%d", r->op_ctl_port);
+    /* a failed pod is taken off the list (the default, recreate, would
+     * invent addresses that resolve nowhere) */
+    push_flag(&v, "--on-failed", "remove");
+    xbuf l = {0};
+    xbuf_printf(&l, "%s/%s=", K8S_NAMESPACE, r->agg_name);
+    int n = 0;
+    for (int i = 0; i < s->nlearners; i++) {
+        if (!s->groups[sc_scenario_group_of(s, i)].configured)
+            continue;
+        char *a = sr_learner_addr(r, i);
+        xbuf_printf(&l, "%s%s", n++ ? "," : "", a);
+        free(a);
+    }
+    char *ls = xbuf_take(&l);
+    util_strv_push(&v, xstrdup("--learners"));
+    util_strv_push(&v, ls);
+    push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
+    log_flags(&v, r, "info");
+    for (size_t a = 0; a < s->nop_args; a++)
+        util_strv_push(&v, xstrdup(s->op_args[a]));
+    rp->argv = v;
+    rp->env = util_strv_new();
+    rp->wanted = true;
+}
+
+static void aggregator_command(sc_run *r)
+{
+    const sc_scenario *s = r->s;
+    rproc *rp = &r->procs[SC_PROC_AGG];
+    char **v = util_strv_new();
+    util_strv_push(&v, xstrdup(r->opts.aggregator));
+    push_flag(&v, "--slave-host", "127.0.0.1");
+    push_flag(&v, "--slave-port", "%d", r->agg_slave_port);
+    push_flag(&v, "--master-host", "127.0.0.1");
+    push_flag(&v, "--master-port", "%d", r->agg_master_port);
+    push_flag(&v, "--metrics-port", "%d", r->agg_metrics_port);
+    push_flag(&v, "--time-scale", "%g", s->time_scale);
+    push_flag(&v, "--heartbeat-span-ms", "%ld", s->heartbeat_span_ms);
+    push_flag(&v, "--heartbeat-tolerance-ms", "%ld", s->heartbeat_tolerance_ms);
+    push_flag(&v, "--max-retry-ms", "%ld", s->max_retry_ms);
+    push_flag(&v, "--retry-interval-ms", "%ld", s->retry_interval_ms);
+    push_flag(&v, "--sync-period-ms", "%ld", s->sync_period_ms);
+    push_flag(&v, "--task-deadline-ms", "%ld", s->task_deadline_ms);
+    if (!s->k8s)
+        for (int i = 0; i < s->nlearners; i++) {
+            if (!s->groups[sc_scenario_group_of(s, i)].configured)
+                continue;
+            char *a = sr_learner_addr(r, i);
+            push_flag(&v, "--learner", "learner%d=%s", i, a);
+            free(a);
+        }
+    log_flags(&v, r, "info");
+    for (size_t a = 0; a < s->nagg_args; a++)
+        util_strv_push(&v, xstrdup(s->agg_args[a]));
+    rp->argv = v;
+    char **e = util_strv_new();
+    for (size_t i = 0; i < s->nagg_env; i++)
+        util_strv_push(&e, xstrdup(s->agg_env[i]));
+    if (s->k8s) {
+        util_strv_push(&e, xasprintf("KUBERNETES_SERVER_URL=http://127.0.0.1:%d", r->op_port));
+        util_strv_push(&e, xasprintf("KUBERNETES_POD_NAMESPACE=%s", K8S_NAMESPACE));
+        util_strv_push(&e, xasprintf("KUBERNETES_POD_NAME=%s", r->agg_name));
+    }
+    rp->env = e;
+    rp->wanted = true;
+}
+
+/* 0, or -1 if its script cannot be written to the run folder. */
+static int coordinator_command(sc_run *r, uint64_t *sx)
+{
+    const sc_scenario *s = r->s;
+    rproc *rp = &r->procs[SC_PROC_COORD];
+    char **v = util_strv_new();
+    util_strv_push(&v, xstrdup(r->opts.mock_coordinator));
+    push_flag(&v, "--connect", "127.0.0.1:%d", r->agg_slave_port);
+    push_flag(&v, "--host", "127.0.0.1");
+    push_flag(&v, "--port", "%d", r->coord_port);
+    push_flag(&v, "--time-scale", "%g", s->time_scale);
+    push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
+    if (s->rounds >= 0)
+        push_flag(&v, "--rounds", "%d", s->rounds);
+    if (s->script) {
+        char *sp = xasprintf("%s/coordinator-script.json", r->run_dir);
+        FILE *f = fopen(sp, "w");
+        if (!f) {
+            free(sp);
+            util_strv_free(v);
+            return -1;
+        }
+        fprintf(f, "%s\n", s->script);
+        fclose(f);
+        push_flag(&v, "--script", "%s", sp);
+        free(sp);
+    }
+    if (s->expect_learners >= 0)
+        push_flag(&v, "--expect-learners", "%d", s->expect_learners);
+    /* the coordinator waits longer than the aggregator's own deadline,
+     * so that the aggregator's verdict reaches it */
+    push_flag(&v, "--task-deadline-ms", "%ld",
+              s->coord_deadline_ms > 0 ? s->coord_deadline_ms : 2 * s->task_deadline_ms + 1000);
+    for (size_t g = 0; g < s->ngroups; g++) {
+        char *dp = sr_dump_path(r, g);
+        push_flag(&v, "--dump", "%s", dp);
+        free(dp);
+    }
+    log_flags(&v, r, "debug");
+    for (size_t a = 0; a < s->ncoord_args; a++)
+        util_strv_push(&v, xstrdup(s->coord_args[a]));
+    rp->argv = v;
+    rp->env = util_strv_new();
+    rp->wanted = true;
+    return 0;
+}
+
+/* Builds every command line (ports chosen here, so restarts reuse them). */
+int sr_build_commands(sc_run *r)
+{
+    const sc_scenario *s = r->s;
+    uint64_t sx = r->seed;
+    if (alloc_run_ports(r) != 0)
+        return -1;
+    r->agg_name = xasprintf("%s-aggregator", "dilearn");
+    for (size_t g = 0; g < s->ngroups; g++)
+        group_command(r, g, &sx);
+    if (s->k8s)
+        operator_command(r, &sx);
+    aggregator_command(r);
+    if (s->coordinator && coordinator_command(r, &sx) != 0)
+        return -1;
+    /* every dump file exists from the start (a group that never runs has an
+     * empty one) */
+    for (size_t g = 0; g < s->ngroups; g++) {
+        char *dp = sr_dump_path(r, g);
+        int fd = open(dp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            close(fd);
+        free(dp);
+    }
+    return 0;
+}
+
+/* Writes the command lines to the run folder (commands.txt). */
+void sr_write_commands(sc_run *r)
+{
+    char *path = xasprintf("%s/commands.txt", r->run_dir);
+    FILE *f = fopen(path, "w");
+    free(path);
+    if (!f)
+        return;
+    for (size_t i = 0; i < r->nprocs; i++) {
+        rproc *rp = &r->procs[i];
+        if (!rp->argv)
+            continue;
+        fprintf(f, "# %s\n", sc_scenario_proc_name(r->s, (int)i));
+        for (size_t k = 0; rp->env && rp->env[k]; k++)
+            fprintf(f, "%s ", rp->env[k]);
+        for (size_t k = 0; rp->argv[k]; k++) {
+            const char *a = rp->argv[k];
+            if (strpbrk(a, " \"'{}[]$*?;&|<>"))
+                fprintf(f, "'%s' ", a);
+            else
+                fprintf(f, "%s ", a);
+        }
+        fprintf(f, "\n\n");
+    }
+    fclose(f);
+}

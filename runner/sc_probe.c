@@ -1,0 +1,171 @@
+/* sc_probe: what the runner asks the processes over HTTP: the world size
+ * sampled during the run, and the final /metrics and operator state
+ * (see sc_run_int.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonx.h"
+#include "sc_run_int.h"
+
+static void on_sample_reply(void *data, const hc_result *res)
+{
+    sc_run *r = data;
+    r->sample_req = NULL;
+    if (!res->error && res->status == 200 && res->body) {
+        double v;
+        if (sc_prom_value(res->body, WORLD_METRIC, NULL, &v)) {
+            int iv = (int)v;
+            /* keep the series small: a sample only when the value changes,
+             * plus one every 250 ms */
+            size_t n = r->res.nsamples;
+            double t = sr_now(r);
+            if (n < 2 || r->res.samples[n - 1].value != iv || r->res.samples[n - 2].value != iv ||
+                t - r->res.samples[n - 2].t_ms > 250)
+                sr_add_sample(r, t, iv);
+            else
+                r->res.samples[n - 1].t_ms = t;
+        }
+        free(r->last_metrics);
+        r->last_metrics = xstrdup(res->body);
+    }
+    if (r->ph == PH_RUNNING && !r->sample_timer)
+        r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
+}
+
+void sr_on_sample_timer(ev_loop *loop, void *data)
+{
+    sc_run *r = data;
+    r->sample_timer = NULL;
+    if (r->ph != PH_RUNNING)
+        return;
+    rproc *ag = &r->procs[SC_PROC_AGG];
+    if (!sc_proc_running(ag->p) || sc_proc_stopped(ag->p) || !ag->ready) {
+        r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
+        return;
+    }
+    hc_opts o;
+    hc_opts_init(&o);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", r->agg_metrics_port);
+    o.method = "GET";
+    o.url = url;
+    o.timeout_ms = 1000;
+    o.connect_timeout_ms = 500;
+    o.retries = 0;
+    r->sample_req = hc_send(r->hc, &o, on_sample_reply, r);
+    if (!r->sample_req)
+        r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
+}
+
+/* ---- the final probes ---- */
+
+static void probe_done(sc_run *r)
+{
+    if (--r->probes > 0)
+        return;
+    sr_evaluate(r);
+    sr_teardown(r);
+}
+
+static void on_probe_metrics(void *data, const hc_result *res)
+{
+    sc_run *r = data;
+    r->probe_metrics = NULL;
+    if (!res->error && res->status == 200) {
+        r->agg_answered = true;
+        r->final_metrics = xstrdup(res->body ? res->body : "");
+        double v;
+        if (sc_prom_value(r->final_metrics, WORLD_METRIC, NULL, &v))
+            sr_add_sample(r, sr_now(r), (int)v);
+    } else {
+        r->agg_probe_error = res->error ? xstrdup(res->error) : xasprintf("HTTP %ld", res->status);
+    }
+    probe_done(r);
+}
+
+static void on_probe_op(void *data, const hc_result *res)
+{
+    sc_run *r = data;
+    r->probe_op = NULL;
+    if (!res->error && res->status == 200)
+        r->op_state = jsonx_parse(res->body, res->body_len, NULL, 0);
+    if (!r->op_state)
+        r->op_error = res->error ? xstrdup(res->error) : xasprintf("HTTP %ld: %.200s", res->status, res->body);
+    probe_done(r);
+}
+
+static void on_probe_journal(void *data, const hc_result *res)
+{
+    sc_run *r = data;
+    r->probe_journal = NULL;
+    if (!res->error && res->status == 200)
+        r->op_journal = jsonx_parse(res->body, res->body_len, NULL, 0);
+    probe_done(r);
+}
+
+static hc_req *probe(sc_run *r, int port, const char *path, hc_cb cb)
+{
+    hc_opts o;
+    hc_opts_init(&o);
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    o.method = "GET";
+    o.url = url;
+    o.timeout_ms = PROBE_TIMEOUT_MS;
+    o.connect_timeout_ms = PROBE_TIMEOUT_MS;
+    o.retries = 0;
+    return hc_send(r->hc, &o, cb, r);
+}
+
+static bool signalled_running(const sc_run *r)
+{
+    for (size_t i = 0; i < r->nprocs; i++)
+        if (r->procs[i].runner_signal && !r->procs[i].teardown && sc_proc_running(r->procs[i].p) &&
+            !r->procs[i].restart_pending)
+            return true;
+    return false;
+}
+
+static void on_settle_timer(ev_loop *loop, void *data)
+{
+    sc_run *r = data;
+    r->settle_timer = NULL;
+    sr_begin_probes(r, "the processes signalled by actions have exited");
+}
+
+void sr_begin_probes(sc_run *r, const char *why)
+{
+    if (r->ph >= PH_PROBING || r->settle_timer)
+        return;
+    if (!r->aborted && !r->timed_out && signalled_running(r)) {
+        if (!r->settle_start)
+            r->settle_start = ev_now_ms();
+        if (ev_now_ms() - r->settle_start < GRACE_MS) {
+            r->settle_timer = ev_timer_start(r->loop, 20, on_settle_timer, r);
+            return;
+        }
+    }
+    sr_log(r, "the run ends: %s", why);
+    r->res.run_ms = sr_now(r);
+    sr_set_phase(r, PH_PROBING);
+    sr_stop_all_timers(r);
+    /* a process left stopped would not answer */
+    r->probes = 1; /* released below */
+    rproc *ag = &r->procs[SC_PROC_AGG];
+    if (sc_proc_running(ag->p) && !sc_proc_stopped(ag->p) && !r->aborted) {
+        r->probe_metrics = probe(r, r->agg_metrics_port, "/metrics", on_probe_metrics);
+        if (r->probe_metrics)
+            r->probes++;
+    }
+    rproc *op = &r->procs[SC_PROC_OP];
+    if (r->s->k8s && sc_proc_running(op->p) && !sc_proc_stopped(op->p) && !r->aborted) {
+        r->probe_op = probe(r, r->op_ctl_port, "/control/state", on_probe_op);
+        if (r->probe_op)
+            r->probes++;
+        r->probe_journal = probe(r, r->op_ctl_port, "/control/journal", on_probe_journal);
+        if (r->probe_journal)
+            r->probes++;
+    }
+    probe_done(r);
+}
