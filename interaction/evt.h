@@ -55,7 +55,8 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(items, INT, "learn items carried (-1: not a learn task)")                                         \
     F(status, STR, "\"completed\" or \"failed\"")                                                       \
     F(message, STR, "why a task failed, as the coordinator is told (null when completed)")              \
-    F(reason, STR, "why it happened, in words")                                                         \
+    F(reason, STR, "why it happened, in words (for people: match on cause, never on reason)")           \
+    F(cause, STR, "why it happened, as one word of EVT_CAUSES (for programs)")                          \
     F(latency_ms, DBL, "from receipt (or sending) to the end")                                          \
     F(world, INT, "the world size after the event (learners connected)")                                \
     F(attempts, INT, "how many /connect attempts so far")                                               \
@@ -65,7 +66,9 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(master, STR, "the master's address as it gave it in /connect")                                    \
     F(added, JSON, "learners the operator listed that the aggregator took in (a list of ids)")          \
     F(removed, JSON, "learners no longer listed, disconnected (a list of ids)")                         \
-    F(failed, JSON, "learners reported failed to the operator in this sync (a list of ids)")            \
+    F(failed, JSON, "learners that failed: reported to the operator in this sync, or not joined at ready " \
+                    "(a list of ids)")                                                                 \
+    F(joined, JSON, "learners in the world at ready (a list of ids)")                                   \
     F(error, STR, "what went wrong with the operator (null: the sync succeeded)")                       \
     F(method, STR, "HTTP method of an operator request")                                                \
     F(path, STR, "HTTP path of an operator request")                                                    \
@@ -87,17 +90,21 @@ typedef enum {
 /* The events: name, fields (a mask of EVF()), meaning. */
 #define EVT_LIST(E)                                                                                     \
     E(started, EVF(version) | EVF(pid) | EVF(config), "the process started (first line of each run)") \
+    E(ready, EVF(world) | EVF(joined) | EVF(failed),                                                    \
+      "start-up ended: every listening port is up (the aggregator: every learner joined or failed)")  \
     E(learner_joined, EVF(learner) | EVF(label) | EVF(addr) | EVF(world) | EVF(attempts) | EVF(after_ms), \
       "a learner accepted /connect for the first time: it is in the world")                            \
-    E(learner_connect_error, EVF(learner) | EVF(addr) | EVF(reason) | EVF(attempts) | EVF(after_ms),   \
+    E(learner_connect_error, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(http_status) |    \
+                                 EVF(attempts) | EVF(after_ms),                                         \
       "a /connect to a learner failed: emitted for its first failure and whenever the reason changes") \
-    E(learner_join_failed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(attempts) | EVF(after_ms),     \
+    E(learner_join_failed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(attempts) |         \
+                               EVF(after_ms),                                                           \
       "a learner did not join within max_retry: reported failed (it is still retried in the background)") \
-    E(learner_left, EVF(learner) | EVF(addr) | EVF(reason) | EVF(world),                                \
+    E(learner_left, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(world),                   \
       "a connected learner was lost (heartbeats, a failed request, a restart): it left the world")     \
     E(learner_retaken, EVF(learner) | EVF(addr) | EVF(world) | EVF(attempts) | EVF(after_ms),          \
       "a learner that had left (or had failed to join) accepted /connect again")                       \
-    E(learner_removed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(world),                             \
+    E(learner_removed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(world),                \
       "a learner was forgotten (the operator no longer lists it)")                                     \
     E(heartbeat_lost, EVF(learner) | EVF(addr) | EVF(after_ms),                                        \
       "no heartbeat within the tolerance (after_ms: since the last one)")                              \
@@ -109,12 +116,14 @@ typedef enum {
     E(subtask_sent, EVF(learner) | EVF(name) | EVF(id) | EVF(sub_id) | EVF(items),                      \
       "the aggregator sent one learner its part of a coordinator task")                                \
     E(subtask_done, EVF(learner) | EVF(name) | EVF(id) | EVF(sub_id) | EVF(status) | EVF(reason) |      \
-                        EVF(latency_ms),                                                               \
+                        EVF(cause) | EVF(http_status) | EVF(latency_ms),                               \
       "one learner's part ended: its report, a failure, a lost connection or a deadline")              \
-    E(task_done, EVF(learner) | EVF(name) | EVF(id) | EVF(status) | EVF(message) | EVF(latency_ms),     \
+    E(task_done, EVF(learner) | EVF(name) | EVF(id) | EVF(status) | EVF(message) | EVF(cause) |         \
+                     EVF(latency_ms),                                                                   \
       "a task ended (the aggregator: its answer to the coordinator; the coordinator: the answer it got; " \
       "a mock learner: its report, learner set)")                                                      \
-    E(operator_sync, EVF(added) | EVF(removed) | EVF(failed) | EVF(error) | EVF(world),                \
+    E(operator_sync, EVF(added) | EVF(removed) | EVF(failed) | EVF(error) | EVF(http_status) |          \
+                         EVF(latency_ms) | EVF(world),                                                  \
       "one exchange with the operator server ended")                                                   \
     E(operator_request, EVF(method) | EVF(path) | EVF(http_status) | EVF(kind),                         \
       "the mock operator answered a request (kind: the fault applied, or null)")                       \
@@ -125,6 +134,41 @@ typedef enum {
     E(master_lost, EVF(learner) | EVF(master) | EVF(reason),                                            \
       "seen from a slave: the master disconnected or stopped answering heartbeats")                    \
     E(shutdown, EVF(signal) | EVF(reason), "the process is stopping")
+
+/* The words of the "cause" field: one list, so that a program (the runner,
+ * scenario_from_events) can act on why something happened without reading
+ * the prose of "reason". */
+#define EVT_CAUSES(C)                                                                                   \
+    C(refused, "the connection was refused: nothing listens at the address")                          \
+    C(unreachable, "the address could not be resolved or reached in time")                           \
+    C(rejected, "the peer answered /connect with an error (for example 403: it refuses connections)")  \
+    C(http_status, "a request was answered with an error status (http_status says which)")           \
+    C(deadline, "no report within the task's deadline")                                              \
+    C(connection_lost, "the connection was lost (requests failed, the peer went away)")              \
+    C(heartbeat, "no heartbeat within the tolerance")                                                 \
+    C(restarted, "the peer no longer knows this master (it restarted): /task/new answered 403/302")   \
+    C(reported_failure, "the learner reported the task failed (/slave/task/fail)")                   \
+    C(malformed, "a report or result that is not valid (not JSON, wrong shape)")                     \
+    C(truncated, "a report cut short")                                                               \
+    C(wrong_length, "learn data whose length does not match the learners' batch sizes")              \
+    C(not_connected, "a learner the task needs is not in the world")                                 \
+    C(unmergeable, "results that cannot be merged")                                                  \
+    C(unknown_task, "a task name the receiver does not know")                                        \
+    C(operator, "the operator server no longer lists it")                                            \
+    C(disconnected, "it disconnected on purpose (/disconnect)")                                      \
+    C(shutdown, "the process is shutting down")                                                      \
+    C(other, "anything else (reason says what)")
+
+typedef enum {
+#define EVT_X_CAUSE_ENUM(cname, doc) EVT_CAUSE_##cname,
+    EVT_CAUSES(EVT_X_CAUSE_ENUM)
+#undef EVT_X_CAUSE_ENUM
+        EVT_CAUSE_COUNT
+} evt_cause;
+/* The word of a cause ("other" when out of range); -1 for an unknown word. */
+const char *evt_cause_name(evt_cause c);
+const char *evt_cause_doc(evt_cause c);
+int evt_cause_lookup(const char *word);
 
 typedef enum {
 #define EVT_X_ENUM(ename, fields, doc) EVT_##ename,
