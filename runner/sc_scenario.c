@@ -1340,7 +1340,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
 
     const cJSON *op = jsonx_get(x, "operator");
     if (op && want_type(v, op, "expect.operator", "object")) {
-        static const char *const k2[] = {"failed_learners", "requests", NULL};
+        static const char *const k2[] = {"failed_learners", "requests", "max_in_flight", NULL};
         check_keys(v, op, "expect.operator", k2);
         if (!s->k8s)
             verr(v, "expect.operator", "the operator's journal needs k8s mode (\"aggregator\": {\"k8s\": true})");
@@ -1358,6 +1358,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
             }
         }
         e->operator_requests = get_str_list(v, op, "expect.operator", "requests", &e->noperator_requests);
+        e->operator_max_in_flight = (int)get_int(v, op, "expect.operator", "max_in_flight", 1, 1000000, 0);
     }
     e->exactly_once = get_bool(v, x, "expect", "exactly_once", 0);
     if (e->exactly_once && !s->coordinator)

@@ -202,6 +202,8 @@ typedef struct {
     size_t noperator_failed;
     char **operator_requests; /* "METHOD PATH" that must be in the journal */
     size_t noperator_requests;
+    int operator_max_in_flight; /* > 0: at most this many requests were in
+                                   the operator at once (0: unchecked) */
     bool exactly_once;
     long max_duration_ms; /* 0: unchecked */
     int aggregator_alive; /* -1: default (checked unless an action ends it) */

@@ -410,6 +410,20 @@ static void event_as_a_string_shows_the_expected_shape(void **state)
                  "t.json:2: actions[0].on: must be an object such as {\"event\": \"learner_task\"");
 }
 
+static void operator_max_in_flight_is_an_expectation(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"aggregator\": {\"k8s\": true}, \"expect\": {\"operator\": "
+                           "{\"max_in_flight\": 1}}}",
+                           &errs);
+    assert_non_null(s);
+    assert_int_equal(s->expect.operator_max_in_flight, 1);
+    sc_scenario_free(s);
+    refused_with("{\"description\": \"d\", \"aggregator\": {\"k8s\": true}, \"expect\": {\"operator\":\n"
+                 "{\"max_in_fligth\": 1}}}",
+                 "t.json:2: expect.operator.max_in_fligth: unknown key (did you mean 'max_in_flight'?)");
+}
+
 static void prometheus_values_are_read_by_name_and_labels(void **state)
 {
     const char *text = "# HELP x\ndilearn_learners_connected 4\n"
@@ -468,6 +482,7 @@ int main(void)
         cmocka_unit_test(production_time_strings_are_scaled_and_integers_are_not),
         cmocka_unit_test(bad_durations_are_refused_with_their_line),
         cmocka_unit_test(event_as_a_string_shows_the_expected_shape),
+        cmocka_unit_test(operator_max_in_flight_is_an_expectation),
         cmocka_unit_test(prometheus_values_are_read_by_name_and_labels),
         cmocka_unit_test(xml_escaping_covers_markup_and_control_characters),
     };
