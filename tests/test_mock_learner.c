@@ -1032,6 +1032,7 @@ static void control_api_rejects_bad_input_naming_the_problem(void **state)
     expect_ctl(f, "POST", "/learner/5/drop", "{}", 404, "learner '5' does not exist");
     expect_ctl(f, "POST", "/learner/0/explode", "{}", 404, "no action 'explode'");
     expect_ctl(f, "POST", "/learner/0/drop", "{\"task\": \"resource\"}", 400, "acts at once");
+    expect_ctl(f, "POST", "/learner/0/drop", "{\"times\": 2}", 400, "acts at once");
     expect_ctl(f, "POST", "/learner/0/drop", "{\"back_after_ms\": -5}", 400, "back_after_ms: must be");
     expect_ctl(f, "GET", "/learner/0/drop", NULL, 405, "use POST");
     expect_ctl(f, "PUT", "/state", NULL, 405, "use GET");
@@ -1158,6 +1159,9 @@ static void help_lists_every_flag_and_fault_kind(void **state)
             print_error("--help does not list %s\n", flags[i]);
         assert_non_null(strstr(rr.out, needle));
     }
+    const char *members[] = {"\"learner\"", "\"task\"", "\"at\"", "\"times\"", "\"prob\"", "\"optional\""};
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+        assert_non_null(strstr(rr.out, members[i]));
     const char *kinds[] = {"slow_join", "refuse", "fail", "crash", "die", "hang", "delay", "error_status",
                            "malformed", "truncated", "no_heartbeat", "drop", "bad_result", "wrong_batch"};
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
