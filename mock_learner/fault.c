@@ -472,7 +472,7 @@ int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *no
     for (const cJSON *it = list ? spec->child : spec; i < n; it = it->next, i++) {
         fault_error e;
         if (!parse_fault(fs->learner_count, fs->prefix, it, at_start, &tmp[i], &e)) {
-            char where[40] = "";
+            char where[48] = "";
             if (list)
                 snprintf(where, sizeof where, "fault %zu of the list: ", i + 1);
             snprintf(err, errlen, "%s%s%s%s", where, e.key, e.key[0] ? ": " : "", e.msg);

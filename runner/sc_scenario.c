@@ -762,6 +762,12 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
                 if (want_type(v, st, p, "object")) {
                     check_keys(v, st, p, tkeys);
                     cJSON *copy = jsonx_dup(st);
+                    const cJSON *dl = jsonx_get(st, "deadline_ms");
+                    if (dl && cJSON_IsString(dl)) {
+                        long ms = get_ms(v, st, p, "deadline_ms", 1, SC_TIMEOUT_MAX_MS, -1);
+                        if (ms > 0)
+                            cJSON_ReplaceItemInObjectCaseSensitive(copy, "deadline_ms", jsonx_new_i64(ms));
+                    }
                     const cJSON *tn = jsonx_get(st, "name");
                     char *tp = jpath(p, "name");
                     if (!tn) {

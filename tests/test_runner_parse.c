@@ -372,6 +372,20 @@ static void production_time_strings_are_scaled_and_integers_are_not(void **state
     sc_scenario_free(s);
 }
 
+static void script_deadlines_take_production_time(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"time_scale\": 0.01, \"coordinator\": {\"script\": "
+                           "[{\"name\": \"learn\", \"deadline_ms\": \"5m\"}, {\"name\": \"close\", \"deadline_ms\": 70}]}, "
+                           MIN_EXPECT "}",
+                           &errs);
+    if (!s)
+        fail_msg("%s", errs);
+    assert_string_equal(s->script, "{\"tasks\":[{\"name\":\"learner_learn_task\",\"deadline_ms\":3000},"
+                                   "{\"name\":\"learner_close_task\",\"deadline_ms\":70}]}");
+    sc_scenario_free(s);
+}
+
 static void bad_durations_are_refused_with_their_line(void **state)
 {
     char *errs;
@@ -480,6 +494,7 @@ int main(void)
         cmocka_unit_test(error_status_takes_a_protocol_code),
         cmocka_unit_test(durations_parse_in_production_time),
         cmocka_unit_test(production_time_strings_are_scaled_and_integers_are_not),
+        cmocka_unit_test(script_deadlines_take_production_time),
         cmocka_unit_test(bad_durations_are_refused_with_their_line),
         cmocka_unit_test(event_as_a_string_shows_the_expected_shape),
         cmocka_unit_test(operator_max_in_flight_is_an_expectation),
