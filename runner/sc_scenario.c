@@ -343,6 +343,16 @@ static void free_strs(char **a, size_t n)
     free(a);
 }
 
+/* A task name in an event or an expectation that is not the protocol's. */
+static void unknown_task(vctx *v, const char *path, const char *name)
+{
+    const char *near = proto_task_suggest(name);
+    if (near)
+        verr(v, path, "unknown task '%s' (did you mean '%s'?)", name, near);
+    else
+        verr(v, path, "unknown task '%s' (resource, start, get_data, learn, close, any)", name);
+}
+
 /* ---- learner and process references ---- */
 
 /* "learner7" or 7 -> 7; -1 with an error. */
@@ -856,7 +866,7 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
             if (full)
                 w->task = xstrdup(full);
             else if (strcmp(t->valuestring, "any") != 0)
-                verr(v, tp, "unknown task '%s' (resource, start, get_data, learn, close, any)", t->valuestring);
+                unknown_task(v, tp, t->valuestring);
         }
         free(tp);
     }
@@ -1295,7 +1305,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
                 const char *full = sc_task_full_name(t);
                 if (!full && strcmp(t, "any") != 0) {
                     char *tp = jpath(p, "task");
-                    verr(v, tp, "unknown task '%s'", t);
+                    unknown_task(v, tp, t);
                     free(tp);
                 }
                 lx->task = full ? xstrdup(full) : NULL;

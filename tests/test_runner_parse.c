@@ -271,6 +271,17 @@ static void short_task_name_in_a_fault_is_the_full_name(void **state)
     sc_scenario_free(s);
 }
 
+static void task_typos_in_events_and_expectations_get_a_suggestion(void **state)
+{
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"on\": {\"event\": "
+                 "\"learner_task\", \"task\": \"lern\"}, \"do\": \"kill\", \"target\": \"a\"}], " MIN_EXPECT "}",
+                 "t.json:2: actions[0].on.task: unknown task 'lern' (did you mean 'learner_learn_task'?)");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"expect\": {\"learner_tasks\": "
+                 "[{\"learner\": 0, \"task\": \"learner_get_dat_task\", \"min\": 1}]}}",
+                 "t.json:2: expect.learner_tasks[0].task: unknown task 'learner_get_dat_task' (did you mean "
+                 "'learner_get_data_task'?)");
+}
+
 static void fault_on_a_task_nobody_sends_is_refused(void **state)
 {
     refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"fail\", \"task\": "
@@ -489,6 +500,7 @@ int main(void)
         cmocka_unit_test(fault_in_an_action_is_checked_as_the_control_api_would),
         cmocka_unit_test(operator_fault_typos_are_refused),
         cmocka_unit_test(short_task_name_in_a_fault_is_the_full_name),
+        cmocka_unit_test(task_typos_in_events_and_expectations_get_a_suggestion),
         cmocka_unit_test(fault_on_a_task_nobody_sends_is_refused),
         cmocka_unit_test(times_and_optional_are_in_the_schema),
         cmocka_unit_test(error_status_takes_a_protocol_code),
