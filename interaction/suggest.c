@@ -1,6 +1,8 @@
 /* suggest: the nearest known name to a typo. */
 #include "suggest.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #define SUGGEST_MAX_LEN 64
@@ -43,4 +45,14 @@ const char *suggest_nearest(const char *word, const char *const *known, size_t n
         }
     }
     return best;
+}
+
+bool suggest_error_set(suggest_error *e, const char *key, const char *fmt, ...)
+{
+    snprintf(e->key, sizeof e->key, "%s", key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    return false;
 }

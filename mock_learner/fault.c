@@ -2,7 +2,6 @@
 #include "fault.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,16 +218,8 @@ int fault_learner_index(const fault_set *fs, const char *ref)
 
 /* ---- validation ---- */
 
-static bool ferr(fault_error *e, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static bool ferr(fault_error *e, const char *key, const char *fmt, ...)
-{
-    snprintf(e->key, sizeof e->key, "%s", key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return false;
-}
+/* the error of one member (suggest.h) */
+#define ferr suggest_error_set
 
 static bool get_long(const cJSON *spec, const char *key, long lo, long hi, long *out, fault_error *e)
 {

@@ -44,6 +44,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "suggest.h"
+
 #define FAULT_MAX 1024           /* faults installed at once */
 #define FAULT_MAX_MS 86400000L   /* longest delay of any kind: one day */
 #define FAULT_NAME_MAX 128       /* longest task name in a fault */
@@ -92,10 +94,7 @@ const char *const *fault_kind_members(fault_kind k);
 /* What is wrong with a fault object: the member at fault ("" for the object
  * itself) and a phrase that reads after "member: " ("unknown key for kind
  * crash (did you mean 'when'?)"). */
-typedef struct {
-    char key[FAULT_NAME_MAX + 1];
-    char msg[512];
-} fault_error;
+typedef suggest_error fault_error;
 
 /* Validates one fault object exactly as fault_set_add() does for a process of
  * learner_count learners named <id_prefix>k. at_start: as from --fault. */

@@ -2,7 +2,6 @@
 #include "mo_fault.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,17 +92,8 @@ static bool member_of(const char *key, const char *const *list)
     return false;
 }
 
-static bool ferr(mo_fault_error *e, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static bool ferr(mo_fault_error *e, const char *key, const char *fmt, ...)
-{
-    snprintf(e->key, sizeof e->key, "%s", key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
-    va_end(ap);
-    return false;
-}
+/* the error of one member (suggest.h) */
+#define ferr suggest_error_set
 
 /* Reads an integer member in [lo, hi]; absent leaves *out. */
 static bool get_int(const cJSON *spec, const char *key, int64_t lo, int64_t hi, int64_t *out,

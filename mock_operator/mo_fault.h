@@ -34,6 +34,8 @@
 
 #include <cjson/cJSON.h>
 
+#include "suggest.h"
+
 #define MO_FAULTS_MAX 256
 #define MO_FAULT_DELAY_MAX_MS 600000L
 #define MO_FAULT_BODY_MAX 65536
@@ -66,10 +68,7 @@ void mo_faults_free(mo_faults *f);
 
 /* What is wrong with a fault object: the member at fault ("" for the object
  * itself) and the message. */
-typedef struct {
-    char key[72];
-    char msg[256];
-} mo_fault_error;
+typedef suggest_error mo_fault_error;
 
 /* Validates a fault object exactly as mo_faults_add() does (the scenario
  * runner checks scenario files with it). */
