@@ -190,8 +190,11 @@ bool sc_duration_parse(const char *text, double *ms)
             p++;
             if (!(*p >= '0' && *p <= '9'))
                 return false;
-            for (double f = 0.1; *p >= '0' && *p <= '9'; f /= 10)
-                x += (*p++ - '0') * f;
+            double scale = 1;
+            while (*p >= '0' && *p <= '9') {
+                scale *= 10;
+                x += (*p++ - '0') / scale;
+            }
         }
         size_t u = 0;
         size_t n = sizeof units / sizeof units[0];
