@@ -26,6 +26,8 @@ const char *mcs_status_name(mcs_status s)
         return "failed";
     case MCS_START_FAILED:
         return "start_failed";
+    case MCS_ANY:
+        return "any";
     }
     return "?";
 }
@@ -139,10 +141,13 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
             t->expect.status = MCS_FAILED;
         else if (s && strcmp(s, "start_failed") == 0)
             t->expect.status = MCS_START_FAILED;
+        else if (s && strcmp(s, "any") == 0)
+            t->expect.status = MCS_ANY;
         else if (s)
-            return fail(v, w, "must be one of \"completed\", \"failed\", \"start_failed\", not \"%.60s\"", s);
+            return fail(v, w, "must be one of \"completed\", \"failed\", \"start_failed\", \"any\", not \"%.60s\"",
+                        s);
         else
-            return fail(v, w, "must be a string (\"completed\", \"failed\" or \"start_failed\"), not %s",
+            return fail(v, w, "must be a string (\"completed\", \"failed\", \"start_failed\" or \"any\"), not %s",
                         jsonx_type_phrase(st));
     }
     const cJSON *mc = jsonx_get(e, "message_contains");

@@ -11,7 +11,7 @@
  *                                             batch_size of the last get-data
  *                                             (learner_learn_task: default
  *                                             "batch")
- *           "expect": {"status": "completed" | "failed" | "start_failed",
+ *           "expect": {"status": "completed" | "failed" | "start_failed" | "any",
  *                      "message_contains": "...",
  *                      "fields": {"gpu": 4, "info.learner_step": 3},
  *                      "latency_ms_max": 5000},
@@ -41,7 +41,9 @@
 #define MCS_TASKS_MAX 100000u
 #define MCS_DEADLINE_MAX_MS 86400000L
 
-typedef enum { MCS_COMPLETED, MCS_FAILED, MCS_START_FAILED } mcs_status;
+/* MCS_ANY: any outcome is accepted (an explored fault schedule may fail any
+ * task); the merge and dump checks still apply. */
+typedef enum { MCS_COMPLETED, MCS_FAILED, MCS_START_FAILED, MCS_ANY } mcs_status;
 
 #define MCS_ITEMS_NONE (-1L)
 #define MCS_ITEMS_BATCH (-2L)

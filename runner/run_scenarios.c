@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "ev.h"
+#include "sc_explore.h"
 #include "sc_proc.h"
 #include "sc_report.h"
 #include "sc_run.h"
@@ -39,6 +40,14 @@ static void usage(FILE *out)
           "      --list              list the scenarios with their descriptions\n"
           "  -v, --verbose           the runner's own log on stderr as it runs\n"
           "  -q, --quiet             no live progress line\n"
+          "      --explore BASE      draw seeded fault schedules from the base scenario BASE, run\n"
+          "                          them against invariants, shrink a violation to a minimal.json\n"
+          "                          (docs/scenarios.md, \"Explore\"); with:\n"
+          "      --runs N            schedules to draw (default 50)\n"
+          "      --max-seconds T     start no run after T seconds (default: no limit)\n"
+          "      --shrink-tries K    runs of each shrink candidate and of the confirmation (default 2)\n"
+          "      --shrink-seconds T  the shrinking budget of each violation (default 300)\n"
+          "      --first             stop drawing at the first violation\n"
           "      --help, --version\n"
           "\n"
           "Exit status: 0 every scenario passed; 1 a scenario failed; 2 a usage error or an\n"
@@ -280,6 +289,8 @@ typedef struct {
     size_t nfilters;
     char **paths;
     size_t npaths;
+    const char *explore; /* --explore BASE */
+    sc_explore_opts xo;
 } cli;
 
 static const char *const exe_names[4] = {"aggregator", "mock_learner", "mock_coordinator", "mock_operator"};
@@ -349,6 +360,28 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(f, "--bin-dir") == 0) {
             NEEDVAL();
             c->bin_dir = val;
+        } else if (strcmp(f, "--explore") == 0) {
+            NEEDVAL();
+            c->explore = val;
+        } else if (strcmp(f, "--runs") == 0 || strcmp(f, "--shrink-tries") == 0) {
+            NEEDVAL();
+            int64_t n;
+            if (!util_parse_i64(val, 1, strcmp(f, "--runs") == 0 ? 100000 : 16, &n)) {
+                fprintf(stderr, "run_scenarios: %s: \"%s\" is not a number from 1 to %d\n", f, val,
+                        strcmp(f, "--runs") == 0 ? 100000 : 16);
+                return 2;
+            }
+            *(strcmp(f, "--runs") == 0 ? &c->xo.runs : &c->xo.shrink_tries) = (int)n;
+        } else if (strcmp(f, "--max-seconds") == 0 || strcmp(f, "--shrink-seconds") == 0) {
+            NEEDVAL();
+            int64_t n;
+            if (!util_parse_i64(val, 0, 86400, &n)) {
+                fprintf(stderr, "run_scenarios: %s: \"%s\" is not a number of seconds from 0 to 86400\n", f, val);
+                return 2;
+            }
+            *(strcmp(f, "--max-seconds") == 0 ? &c->xo.max_seconds : &c->xo.shrink_seconds) = (double)n;
+        } else if (strcmp(f, "--first") == 0) {
+            c->xo.first = true;
         } else if (strcmp(f, "--check") == 0) {
             c->check_only = true;
         } else if (strcmp(f, "--list") == 0) {
@@ -376,7 +409,11 @@ static int parse_args(int argc, char **argv, cli *c)
         }
 #undef NEEDVAL
     }
-    if (c->npaths == 0) {
+    if (c->explore && c->npaths) {
+        fprintf(stderr, "run_scenarios: --explore takes its base scenario, not other paths (%s)\n", c->paths[0]);
+        return 2;
+    }
+    if (c->npaths == 0 && !c->explore) {
         fprintf(stderr, "run_scenarios: no scenario given (a file or a folder such as scenarios/)\n");
         usage(stderr);
         return 2;
@@ -535,11 +572,65 @@ static int report_all(app *a, const cli *c, size_t nsc)
     return rc;
 }
 
+/* run_scenarios --explore BASE (sc_explore.h). */
+static int explore_main(cli *c, const char *argv0)
+{
+    char *errs = NULL;
+    sc_scenario *base = sc_scenario_load(c->explore, &errs);
+    if (!base) {
+        fputs(errs, stderr);
+        free(errs);
+        fprintf(stderr, "run_scenarios: --explore: the base scenario is invalid\n");
+        return 2;
+    }
+    char *exes[4], *self_dir;
+    int rc = find_exes(c, &base, 1, exes, &self_dir);
+    if (rc == 0) {
+        unsigned char *ports_used = xcalloc(65536, 1);
+        char *rprefix = replay_prefix(c, argv0);
+        sc_run_opts ro = {
+            .aggregator = exes[0],
+            .mock_learner = exes[1],
+            .mock_coordinator = exes[2],
+            .mock_operator = exes[3],
+            .out_dir = c->out_dir,
+            .replay_prefix = rprefix,
+            .ports_used = ports_used,
+            .verbose = c->verbose,
+            .learner_id_base = help_mentions(exes[1], "--id-base"),
+            .json_logs = true,
+        };
+        c->xo.base_path = c->explore;
+        c->xo.jobs = c->max_jobs;
+        c->xo.seed = c->has_seed ? c->seed : 1;
+        c->xo.quiet = c->quiet;
+        c->xo.junit = c->junit;
+        c->xo.html = c->html;
+        ev_loop *loop = ev_loop_new();
+        if (!loop) {
+            perror("run_scenarios: ev_loop_new");
+            rc = 1;
+        } else {
+            rc = sc_explore_run(loop, &ro, base, &c->xo);
+            ev_loop_free(loop);
+        }
+        free(ports_used);
+        free(rprefix);
+    }
+    for (int k = 0; k < 4; k++)
+        free(exes[k]);
+    free(self_dir);
+    sc_scenario_free(base);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     app a = {.max_jobs = 1};
-    cli c = {.max_jobs = 1, .out_dir = "out"};
+    cli c = {.max_jobs = 1, .out_dir = "out", .xo = {.runs = 50, .shrink_tries = 2, .shrink_seconds = 300}};
     int prc = parse_args(argc, argv, &c);
+    if (prc < 0 && c.explore)
+        prc = explore_main(&c, argv[0]);
     if (prc >= 0) {
         free(c.filters);
         free(c.paths);
