@@ -14,6 +14,7 @@
 /* learners                                                            */
 
 static void learner_try(learner *l);
+static void plant_on_retake(agg *a, learner *l);
 
 static void on_retry_timer(ev_loop *loop, void *data)
 {
@@ -56,6 +57,8 @@ static void on_learner_connected(void *ud, master_conn *c, bool ok, const char *
         l->conn = c;
         l->failed = false;
         master_conn_set_ud(c, l);
+        if (a->plant)
+            plant_on_retake(a, l);
         agg_metrics_learner_joined(a->metrics);
         LOG_INFO(l->id, "learner joined (%s:%d); world size %zu", l->host, l->port, agg_world_size(a));
         agg_check_ready(a);
@@ -158,6 +161,7 @@ static void on_learner_lost(void *ud, master_conn *c, const char *why)
     agg_metrics_learner_lost(a->metrics);
     LOG_WARN(l->id, "learner left the world (%s); world size %zu; retrying every %ld ms", why, agg_world_size(a),
              a->cfg.retry_interval_ms);
+    l->plant_lost = a->plant != PLANT_NONE;
     if (a->plant == PLANT_NO_RETAKE)
         return;
     learner_schedule_retry(l);
@@ -250,6 +254,34 @@ typedef struct job {
 } job;
 
 static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text);
+
+/* Planted bugs (DILEARN_PLANT_BUG, tests of the tests): a learner taken back. */
+static void plant_on_retake(agg *a, learner *l)
+{
+    if (!l->plant_lost)
+        return;
+    l->plant_retaken = true;
+    if (a->plant == PLANT_RETAKE_STALLS_TASK && a->job)
+        a->job->remaining++;
+}
+
+/* PLANT_RETAKE_FORGETS_DEMAND: the items of a retaken learner's slice are
+ * dropped and it gets an empty one; the learn completes as if all was sent. */
+static void plant_forget_demands(agg *a, learner *const *ls, size_t *dem, size_t n, const cJSON *items)
+{
+    cJSON *list = (cJSON *)items;
+    size_t start = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (ls[i] && ls[i]->plant_retaken) {
+            for (size_t k = 0; k < dem[i]; k++)
+                cJSON_DeleteItemFromArray(list, (int)start);
+            dem[i] = 0;
+        }
+        start += dem[i];
+    }
+    for (size_t i = 0; i < a->nlearners; i++)
+        a->learners[i]->plant_retaken = false;
+}
 
 static void job_free(job *j)
 {
@@ -605,6 +637,8 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
         if (n > 1)
             dem[n - 1]++;
     }
+    if (a->plant == PLANT_RETAKE_FORGETS_DEMAND)
+        plant_forget_demands(a, ls, dem, n, items);
     char **slices = xcalloc(n, sizeof *slices);
     size_t *lens = xcalloc(n, sizeof *lens);
     char err[512];
@@ -774,6 +808,10 @@ static int plant_from_env(void)
         return PLANT_NO_DEADLINE;
     if (strcmp(p, "no_retake") == 0)
         return PLANT_NO_RETAKE;
+    if (strcmp(p, "retake_forgets_demand") == 0)
+        return PLANT_RETAKE_FORGETS_DEMAND;
+    if (strcmp(p, "retake_stalls_task") == 0)
+        return PLANT_RETAKE_STALLS_TASK;
 #endif
     return PLANT_NONE;
 }

@@ -23,6 +23,7 @@ typedef struct learner {
     uint64_t window_start;  /* ms: start of the current join window */
     master_conn *conn;
     ev_timer *retry;
+    bool plant_lost, plant_retaken; /* planted bugs only: lost once; taken back since */
 } learner;
 
 struct job;
@@ -65,7 +66,15 @@ struct agg {
     int plant; /* planted bug (tests of the scenario library), 0: none */
 };
 
-enum { PLANT_NONE = 0, PLANT_MERGE_DROPS_KEY, PLANT_SPLIT_OFF_BY_ONE, PLANT_NO_DEADLINE, PLANT_NO_RETAKE };
+enum {
+    PLANT_NONE = 0,
+    PLANT_MERGE_DROPS_KEY,
+    PLANT_SPLIT_OFF_BY_ONE,
+    PLANT_NO_DEADLINE,
+    PLANT_NO_RETAKE,
+    PLANT_RETAKE_FORGETS_DEMAND, /* a learner taken back loses its get-data demand: its slice goes to nobody */
+    PLANT_RETAKE_STALLS_TASK,    /* a learner taken back mid-task is counted into that task, which never ends */
+};
 
 learner *agg_learner_find(struct agg *a, const char *id);
 learner *agg_learner_add(struct agg *a, const char *id, const char *host, int port);

@@ -10,13 +10,63 @@
 
 #include "ilog.h"
 #include "jsonx.h"
+#include "util.h"
 #include "xalloc.h"
+
+/* A learner's last learn number in the file before this process opened it
+ * (a restarted learner appends to its predecessor's dump). */
+typedef struct {
+    char *learner;
+    unsigned long last;
+} prior;
 
 struct dump {
     int fd;
     char *path;
     int failed; /* a write failed once: logged, not repeated */
+    prior *priors;
+    size_t npriors;
 };
+
+/* Reads the learn numbers already in the file, so that a restarted process
+ * goes on counting where its predecessor stopped and no learn number is
+ * used twice for one learner. */
+static void read_priors(dump *d)
+{
+    size_t len;
+    char *text = util_read_file(d->path, (size_t)1 << 30, &len, NULL);
+    for (char *line = text, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+        nl = strchr(line, '\n');
+        if (nl)
+            *nl = '\0';
+        const char *lp = strstr(line, "\", \"learn\": ");
+        if (strncmp(line, "{\"learner\": \"", 13) != 0 || !lp)
+            continue;
+        const char *id = line + 13, *q = strchr(id, '"');
+        unsigned long n = strtoul(lp + 12, NULL, 10);
+        if (!q || q > lp)
+            continue;
+        size_t k;
+        for (k = 0; k < d->npriors; k++)
+            if (strlen(d->priors[k].learner) == (size_t)(q - id) && strncmp(d->priors[k].learner, id, (size_t)(q - id)) == 0)
+                break;
+        if (k == d->npriors) {
+            d->priors = xrealloc(d->priors, (d->npriors + 1) * sizeof *d->priors);
+            d->priors[d->npriors++] = (prior){xstrndup(id, (size_t)(q - id)), 0};
+        }
+        if (n > d->priors[k].last)
+            d->priors[k].last = n;
+    }
+    free(text);
+}
+
+static unsigned long prior_learns(const dump *d, const char *learner)
+{
+    for (size_t k = 0; k < d->npriors; k++)
+        if (strcmp(d->priors[k].learner, learner) == 0)
+            return d->priors[k].last;
+    return 0;
+}
 
 dump *dump_open(const char *path, char *err, size_t errlen)
 {
@@ -28,6 +78,7 @@ dump *dump_open(const char *path, char *err, size_t errlen)
     dump *d = xcalloc(1, sizeof *d);
     d->fd = fd;
     d->path = xstrdup(path);
+    read_priors(d);
     return d;
 }
 
@@ -37,6 +88,9 @@ void dump_close(dump *d)
         return;
     close(d->fd);
     free(d->path);
+    for (size_t k = 0; k < d->npriors; k++)
+        free(d->priors[k].learner);
+    free(d->priors);
     free(d);
 }
 
@@ -75,6 +129,7 @@ int dump_learn_items(dump *d, const char *learner, unsigned long learn_n, const 
         return 0;
     xbuf b = {0};
     size_t i = 0;
+    learn_n += prior_learns(d, learner);
     for (const cJSON *it = items->child; it; it = it->next, i++) {
         xbuf_printf(&b, "{\"learner\": \"%s\", \"learn\": %lu, \"index\": %zu, \"item\": ", learner, learn_n, i);
         if (cJSON_IsRaw(it)) {

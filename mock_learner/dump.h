@@ -4,7 +4,9 @@
  *
  *   {"learner": "learner2", "learn": 3, "index": 0, "item": <item text>}
  *       one per data item of a learn task, when the task is accepted;
- *       "learn" is the n-th learn task of that learner (1-based), "index"
+ *       "learn" is the n-th learn task of that learner (1-based; a
+ *       restarted process that appends to its predecessor's file goes on
+ *       from the last number there), "index"
  *       the item's position in the slice, "item" its exact JSON text (a
  *       newline or carriage return between tokens becomes a space, so that
  *       a line stays a line)

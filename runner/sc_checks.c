@@ -593,6 +593,7 @@ static void check_exactly_once(sc_run *r)
             nround++;
     long *sent = xcalloc((size_t)nround + 1, sizeof *sent);
     bool *completed = xcalloc((size_t)nround + 1, sizeof *completed);
+    const cJSON **unack = xcalloc((size_t)nround + 1, sizeof *unack); /* a failed learn's unacknowledged_slices */
     long batch = -1;
     int k = 0;
     for (const cJSON *t = tasks->child; t; t = t->next) {
@@ -610,6 +611,7 @@ static void check_exactly_once(sc_run *r)
             else
                 sent[k] = batch;
             completed[k] = st && strcmp(st, "completed") == 0;
+            unack[k] = at_path(jsonx_get(t, "result"), "unacknowledged_slices");
             k++;
         }
     }
@@ -684,15 +686,31 @@ static void check_exactly_once(sc_run *r)
         free(text);
     }
     for (int rd = 1; rd <= nround; rd++) {
-        if (!completed[rd - 1] || sent[rd - 1] < 0)
+        if (sent[rd - 1] < 0)
             continue;
         for (long ix = 0; ix < sent[rd - 1]; ix++) {
             size_t f;
             for (f = 0; f < nitems; f++)
                 if (items[f].round == (unsigned long)rd && items[f].index == ix)
                     break;
-            if (f == nitems && nissues++ < 6)
+            if (f < nitems)
+                continue;
+            /* a failed learn names the slices that were not acknowledged:
+             * an item that reached no learner must be in one */
+            bool named = false;
+            for (const cJSON *u = unack[rd - 1] ? unack[rd - 1]->child : NULL; u; u = u->next) {
+                int64_t lo, hi;
+                if (cJSON_GetArraySize(u) == 2 && jsonx_get_i64(cJSON_GetArrayItem(u, 0), &lo) &&
+                    jsonx_get_i64(cJSON_GetArrayItem(u, 1), &hi) && ix >= lo && ix < hi)
+                    named = true;
+            }
+            if (completed[rd - 1] && nissues++ < 6)
                 xbuf_printf(&issues, "%slearn #%d completed but item r%d-%ld reached no learner",
+                            nissues > 1 ? "; " : "", rd, rd, ix);
+            else if (!completed[rd - 1] && unack[rd - 1] && !named && nissues++ < 6)
+                xbuf_printf(&issues,
+                            "%slearn #%d failed but item r%d-%ld reached no learner and no unacknowledged slice names "
+                            "it (lost silently)",
                             nissues > 1 ? "; " : "", rd, rd, ix);
         }
     }
@@ -707,6 +725,7 @@ static void check_exactly_once(sc_run *r)
     free(items);
     free(sent);
     free(completed);
+    free(unack);
 }
 
 void sr_evaluate(sc_run *r)

@@ -34,6 +34,27 @@ if(TARGET runner_core AND TARGET run_scenarios)
     endforeach()
   endif()
 
+  # explore (docs/scenarios.md, "Explore"): a CI-sized exploration of the
+  # normal aggregator finds no violation (fewer runs under a sanitizer)
+  if(SANITIZE)
+    set(DL_EXPLORE_RUNS 24)
+  else()
+    set(DL_EXPLORE_RUNS 100)
+  endif()
+  add_test(NAME test_runner_explore
+           COMMAND run_scenarios --explore ${CMAKE_SOURCE_DIR}/scenarios/explore/base_4.json --runs ${DL_EXPLORE_RUNS}
+                   --seed 1 -j 2 --quiet --max-seconds 240 --shrink-seconds 60 --out ${DL_RUNNER_OUT}/explore
+                   --junit ${DL_RUNNER_OUT}/explore/junit.xml --html ${DL_RUNNER_OUT}/explore/report.html)
+  set_tests_properties(test_runner_explore PROPERTIES TIMEOUT 420 LABELS "runner;explore")
+  if(PLANT_BUGS)
+    foreach(bug merge_drops_key split_off_by_one no_deadline no_retake retake_forgets_demand retake_stalls_task)
+      add_test(NAME test_runner_explore_planted_${bug}
+               COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_explore_planted.sh $<TARGET_FILE:run_scenarios>
+                       ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/explore-planted-${bug} ${bug})
+      set_tests_properties(test_runner_explore_planted_${bug} PROPERTIES TIMEOUT 420 LABELS "runner;planted;explore")
+    endforeach()
+  endif()
+
   file(GLOB DL_SCENARIOS ${CMAKE_SOURCE_DIR}/scenarios/*.json)
   foreach(f ${DL_SCENARIOS})
     get_filename_component(n ${f} NAME_WE)
