@@ -10,8 +10,10 @@
 #   ./do soak [N]   chaos soak over N rounds (ci/soak.sh; default CI size)
 #   ./do static     cppcheck and clang-tidy (ci/static-analysis.sh)
 #   ./do bench      every benchmark (bench/run_all.sh; docs/benchmarks.md)
-#   ./do test-planted  the scenario library against each bug planted in the
-#                   aggregator (build-planted/, -DPLANT_BUGS=ON)
+#   ./do test-planted  the scenario library and --explore against each bug
+#                   planted in the aggregator (build-planted/, -DPLANT_BUGS=ON)
+#   ./do explore [N]  --explore from scenarios/explore/base_4.json, N runs
+#                   (default 100; reports in out/explore/)
 #   ./do build      install and build only
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -109,12 +111,19 @@ test-planted)
     build build-planted -DWERROR=ON -DPLANT_BUGS=ON
     run_tests build-planted -L planted
     ;;
+explore)
+    install_deps
+    build build -DWERROR=ON
+    mkdir -p out/explore
+    build/runner/run_scenarios --explore scenarios/explore/base_4.json --runs "${2:-100}" --seed "${SEED:-1}" \
+        -j "$JOBS" --out out/explore --junit out/explore/junit.xml --html out/explore/report.html
+    ;;
 help | -h | --help)
-    sed -n '2,17p' "$0"
+    sed -n '2,19p' "$0"
     ;;
 *)
     echo "unknown command '$cmd'; the commands:" >&2
-    sed -n '2,17p' "$0"
+    sed -n '2,19p' "$0"
     exit 2
     ;;
 esac

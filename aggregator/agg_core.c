@@ -265,8 +265,9 @@ static void plant_on_retake(agg *a, learner *l)
         a->job->remaining++;
 }
 
-/* PLANT_RETAKE_FORGETS_DEMAND: the items of a retaken learner's slice are
- * dropped and it gets an empty one; the learn completes as if all was sent. */
+/* PLANT_RETAKE_FORGETS_DEMAND: the items of the slice of a learner taken
+ * back between a get-data and its learn are dropped and it gets an empty
+ * one; the learn goes on as if all was sent. */
 static void plant_forget_demands(agg *a, learner *const *ls, size_t *dem, size_t n, const cJSON *items)
 {
     cJSON *list = (cJSON *)items;
@@ -449,6 +450,8 @@ static void finish_get_data(job *j)
     a->demands = dem;
     a->ndemands = j->nsubs;
     a->have_demands = true;
+    for (size_t i = 0; a->plant && i < a->nlearners; i++)
+        a->learners[i]->plant_retaken = false; /* planted bugs: these demands are fresh */
     cJSON *merged = jsonx_dup(j->subs[0].result);
     cJSON_ReplaceItemInObjectCaseSensitive(merged, "batch_size", jsonx_new_i64(sum));
     job_end(j, true, merged);
