@@ -354,32 +354,9 @@ static char *summary_of(const xsched *x)
     return xbuf_take(&b);
 }
 
-static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *title, const char *comment,
-                   xrender *out)
+static void render_learners(xbuf *t, int *ln, const xbase *b, const xsched *x)
 {
-    xbuf t = {0};
-    int ln = 0;
-    *out = (xrender){0};
-    char *sum = summary_of(x);
-    line(&t, &ln, "{");
-    char *desc = xasprintf("%s: %s", title, sum);
-    char *jd = json_str(desc);
-    line(&t, &ln, "  \"description\": %s,", jd);
-    free(desc);
-    free(jd);
-    if (comment) {
-        char *jc = json_str(comment);
-        line(&t, &ln, "  \"comment\": %s,", jc);
-        free(jc);
-    }
-    line(&t, &ln, "  \"seed\": %llu,", (unsigned long long)rseed);
-    line(&t, &ln, "  \"time_scale\": %g,", b->time_scale);
-    line(&t, &ln, "  \"timeout_ms\": %d,", XTIMEOUT_MS);
-    line(&t, &ln,
-         "  \"timings\": {\"heartbeat_span_ms\": %ld, \"heartbeat_tolerance_ms\": %ld, \"max_retry_ms\": %ld, "
-         "\"retry_interval_ms\": %ld, \"sync_period_ms\": %ld, \"task_deadline_ms\": %ld},",
-         b->span, b->tolerance, b->max_retry, b->retry_interval, b->sync_period, b->deadline);
-    line(&t, &ln, "  \"learners\": [");
+    line(t, ln, "  \"learners\": [");
     for (int l = 0; l < x->nlearners; l++) {
         xbuf g = {0};
         xbuf_printf(&g, "    {\"name\": \"g%d\", \"count\": 1, \"batch_size\": %d, \"learn_time_ms\": %ld", l,
@@ -396,16 +373,18 @@ static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *
         if (nfl)
             xbuf_puts(&g, "]");
         xbuf_puts(&g, l + 1 < x->nlearners ? "}," : "}");
-        line(&t, &ln, "%s", g.data);
+        line(t, ln, "%s", g.data);
         xbuf_free(&g);
     }
-    line(&t, &ln, "  ],");
-    if (b->k8s)
-        line(&t, &ln, "  \"aggregator\": {\"k8s\": true},");
+    line(t, ln, "  ],");
+}
+
+/* The coordinator's script; returns its number of tasks. */
+static int render_script(xbuf *t, int *ln, const xbase *b, const xsched *x)
+{
     /* the script: every outcome is accepted (the invariants judge) */
     xbuf sc = {0};
     int ntasks = 0;
-    long cap = latency_cap_ms(b);
     xbuf_puts(&sc, "{\"name\": \"resource\", \"expect\": {\"status\": \"any\"}}, {\"name\": \"start\", \"expect\": {\"status\": \"any\"}}");
     ntasks = 2;
     for (int r = 0; r < x->rounds; r++) {
@@ -418,10 +397,13 @@ static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *
                      "\"expect\": {\"status\": \"any\"}, \"delay_ms\": %ld, \"comment\": \"the world settles\"}",
                 settle_ms(b));
     ntasks += 2;
-    line(&t, &ln, "  \"coordinator\": {\"script\": {\"stop_on_failure\": false, \"tasks\": [%s]}},", sc.data);
+    line(t, ln, "  \"coordinator\": {\"script\": {\"stop_on_failure\": false, \"tasks\": [%s]}},", sc.data);
     xbuf_free(&sc);
-    line(&t, &ln, "  \"actions\": [");
-    out->actions.first_line = ln + 1;
+    return ntasks;
+}
+
+static void render_actions(xbuf *t, int *ln, const xsched *x)
+{
     int nact = 0;
     for (int i = 0; i < x->nf; i++) {
         const xfault *f = &x->f[i];
@@ -468,7 +450,7 @@ static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *
             for (int l = 0; l < x->nlearners; l++)
                 xbuf_printf(&a, "%s\"learner%d\"", l ? ", " : "", l);
             xbuf_puts(&a, "]}");
-            ln++; /* two lines */
+            (*ln)++; /* two lines */
             break;
         }
         default:
@@ -482,10 +464,45 @@ static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *
                 xbuf_printf(&a, ", \"task\": \"%s\"", task_short[f->task]);
             xbuf_puts(&a, "}}");
         }
-        line(&t, &ln, "%s", a.data);
+        line(t, ln, "%s", a.data);
         xbuf_free(&a);
         nact++;
     }
+}
+
+static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *title, const char *comment,
+                   xrender *out)
+{
+    xbuf t = {0};
+    int ln = 0;
+    *out = (xrender){0};
+    char *sum = summary_of(x);
+    line(&t, &ln, "{");
+    char *desc = xasprintf("%s: %s", title, sum);
+    char *jd = json_str(desc);
+    line(&t, &ln, "  \"description\": %s,", jd);
+    free(desc);
+    free(jd);
+    if (comment) {
+        char *jc = json_str(comment);
+        line(&t, &ln, "  \"comment\": %s,", jc);
+        free(jc);
+    }
+    line(&t, &ln, "  \"seed\": %llu,", (unsigned long long)rseed);
+    line(&t, &ln, "  \"time_scale\": %g,", b->time_scale);
+    line(&t, &ln, "  \"timeout_ms\": %d,", XTIMEOUT_MS);
+    line(&t, &ln,
+         "  \"timings\": {\"heartbeat_span_ms\": %ld, \"heartbeat_tolerance_ms\": %ld, \"max_retry_ms\": %ld, "
+         "\"retry_interval_ms\": %ld, \"sync_period_ms\": %ld, \"task_deadline_ms\": %ld},",
+         b->span, b->tolerance, b->max_retry, b->retry_interval, b->sync_period, b->deadline);
+    render_learners(&t, &ln, b, x);
+    if (b->k8s)
+        line(&t, &ln, "  \"aggregator\": {\"k8s\": true},");
+    int ntasks = render_script(&t, &ln, b, x);
+    long cap = latency_cap_ms(b);
+    line(&t, &ln, "  \"actions\": [");
+    out->actions.first_line = ln + 1;
+    render_actions(&t, &ln, x);
     out->actions.last_line = ln;
     line(&t, &ln, "  ],");
     out->live = live_learners(x);
@@ -985,8 +1002,7 @@ static bool breaks(xctx *c, const xsched *x, uint64_t rseed, int iv, int tries, 
 
 typedef struct {
     int iv;
-    int found_run;     /* the run that found it */
-    int runs_needed;   /* runs drawn up to it */
+    int found_run;     /* the run that found it (= the runs needed) */
     bool confirmed;
     xsched original, minimal;
     uint64_t rseed;
@@ -1180,6 +1196,144 @@ static int write_reports(xctx *c, xfound *found, int nfound, sc_result *sum, dou
     return rc;
 }
 
+/* What an exploration counted. */
+typedef struct {
+    int viol[IV_COUNT], runs, infra, missed, late, rc;
+    xfound found[IV_COUNT];
+    int nfound;
+    double explore_s;
+} xstats;
+
+/* One finished run: printed, counted, its first violation of an invariant
+ * kept for shrinking. true: stop drawing (--first). */
+static bool account(xctx *c, xstats *st, const xjob *j)
+{
+    const sc_explore_opts *o = c->o;
+    st->runs++;
+    st->infra += j->v.infra;
+    st->missed += j->v.missed;
+    st->late += j->v.late;
+    int iv = first_inv(&j->v);
+    if (!o->quiet || iv >= 0) {
+        char *sum = summary_of(&j->x);
+        printf("[%4d] %-9s %s%s\n", j->index, iv < 0 ? (j->v.infra ? "ERROR" : "ok") : "VIOLATION", sum,
+               j->v.infra ? " (the run could not be carried out)" : "");
+        free(sum);
+        for (int v = 0; iv >= 0 && v < IV_COUNT; v++)
+            if (j->v.inv[v])
+                printf("         %s: %s\n         scenario: %s\n", inv_names[v], j->v.detail[v], j->path);
+    }
+    for (int v = 0; v < IV_COUNT; v++) {
+        if (!j->v.inv[v])
+            continue;
+        st->viol[v]++;
+        bool seen = false;
+        for (int f = 0; f < st->nfound; f++)
+            seen |= st->found[f].iv == v;
+        if (!seen && v == iv)
+            st->found[st->nfound++] =
+                (xfound){.iv = v, .found_run = j->index, .original = j->x, .rseed = j->rseed};
+    }
+    return iv >= 0 && o->first;
+}
+
+/* Draws and runs the schedules, -j at a time, within --runs and
+ * --max-seconds. */
+static void explore_draws(xctx *c, xstats *st)
+{
+    const sc_explore_opts *o = c->o;
+    bool stop = false;
+    for (int i = 0; i < o->runs && !stop && !c->signalled;) {
+        if (o->max_seconds > 0 && elapsed_s(c, c->t0) >= o->max_seconds) {
+            printf("run_scenarios: explore: --max-seconds %.0f reached after %d runs\n", o->max_seconds, st->runs);
+            break;
+        }
+        xjob *jobs[64];
+        int n = 0;
+        for (; n < o->jobs && n < 64 && i < o->runs; i++) {
+            char name[32], title[64];
+            snprintf(name, sizeof name, "run-%04d", i + 1);
+            snprintf(title, sizeof title, "explore seed %llu run %d", (unsigned long long)o->seed, i + 1);
+            xsched x;
+            uint64_t rs = run_seed(o->seed, i);
+            draw(&c->b, rs, &x);
+            xjob *j = job_new(c, &x, rs, name, title, NULL);
+            if (!j) {
+                st->rc = 2;
+                stop = true;
+                break;
+            }
+            j->index = i + 1;
+            jobs[n++] = j;
+        }
+        run_batch(c, jobs, (size_t)n);
+        for (int k = 0; k < n; k++) {
+            if (jobs[k]->done && account(c, st, jobs[k]))
+                stop = true;
+            job_free(jobs[k]);
+        }
+        fflush(stdout);
+    }
+    st->explore_s = elapsed_s(c, c->t0);
+}
+
+/* Each violated invariant: confirmed, shrunk, written as minimal-*.json. */
+static void confirm_and_shrink(xctx *c, xstats *st)
+{
+    const sc_explore_opts *o = c->o;
+    for (int f = 0; f < st->nfound && !c->signalled; f++) {
+        xfound *fd = &st->found[f];
+        fd->confirmed = breaks(c, &fd->original, fd->rseed, fd->iv, o->shrink_tries, "explore confirmation",
+                               &fd->evidence);
+        printf("run_scenarios: explore: %s from run %d %s; shrinking (at most %.0f s, %d tr%s per candidate)\n",
+               inv_names[fd->iv], fd->found_run,
+               fd->confirmed ? "confirmed by a second run" : "did not fail again (flaky?)", o->shrink_seconds,
+               o->shrink_tries, o->shrink_tries == 1 ? "y" : "ies");
+        fflush(stdout);
+        if (fd->confirmed)
+            shrink(c, fd);
+        else
+            fd->minimal = fd->original;
+        write_minimal(c, fd, f == 0);
+    }
+}
+
+static int print_summary(xctx *c, const xstats *st)
+{
+    const sc_explore_opts *o = c->o;
+    int total = 0;
+    for (int v = 0; v < IV_COUNT; v++)
+        total += st->viol[v];
+    printf("\nexplore summary: %d runs in %.1f s (seed %llu, base %s)%s\n", st->runs, st->explore_s,
+           (unsigned long long)o->seed, o->base_path, c->signalled ? ", interrupted" : "");
+    if (st->infra)
+        printf("  %d run%s could not be carried out (see explore.log)\n", st->infra, st->infra == 1 ? "" : "s");
+    if (st->missed)
+        printf("  %d run%s had an action that could not act (not counted as violations)\n", st->missed,
+               st->missed == 1 ? "" : "s");
+    if (st->late)
+        printf("  %d run%s had an action too late to judge the world size at the end\n", st->late,
+               st->late == 1 ? "" : "s");
+    for (int v = 0; v < IV_COUNT; v++)
+        if (st->viol[v] || v < IV_OTHER)
+            printf("  %-24s %4d violation%s\n", inv_names[v], st->viol[v], st->viol[v] == 1 ? "" : "s");
+    for (int f = 0; f < st->nfound; f++) {
+        const xfound *fd = &st->found[f];
+        char *sum = summary_of(&fd->minimal);
+        printf("  minimal %s (found by run %d, %d fault%s -> %d fault%s after %d candidates in %.1f s%s%s): %s\n"
+               "    %s\n    replay: %s\n",
+               inv_names[fd->iv], fd->found_run, fd->original.nf, fd->original.nf == 1 ? "" : "s", fd->minimal.nf,
+               fd->minimal.nf == 1 ? "" : "s", fd->candidates_run, fd->shrink_s,
+               fd->budget_out ? ", budget ran out" : "", fd->confirmed ? "" : ", NOT confirmed", sum, fd->path,
+               fd->replay);
+        xlog(c, "minimal %s: %d faults, found by run %d: %s", inv_names[fd->iv], fd->minimal.nf, fd->found_run,
+             fd->path);
+        free(sum);
+    }
+    printf("%s\n", total ? "explore: VIOLATIONS found" : "explore: no violation");
+    return total;
+}
+
 int sc_explore_run(ev_loop *loop, const sc_run_opts *run_opts, const sc_scenario *base, const sc_explore_opts *o)
 {
     xctx c = {.loop = loop, .o = o, .ro = *run_opts};
@@ -1210,144 +1364,32 @@ int sc_explore_run(ev_loop *loop, const sc_run_opts *run_opts, const sc_scenario
            (unsigned long long)o->seed, o->jobs, o->max_seconds > 0 ? ", time-bounded" : "", c.dir);
     fflush(stdout);
 
-    int viol[IV_COUNT] = {0}, runs = 0, infra = 0, missed = 0, late = 0, rc = 0;
-    xfound found[IV_COUNT];
-    int nfound = 0;
-    bool stop = false;
-    /* draw and run, -j at a time */
-    for (int i = 0; i < o->runs && !stop && !c.signalled;) {
-        if (o->max_seconds > 0 && elapsed_s(&c, c.t0) >= o->max_seconds) {
-            printf("run_scenarios: explore: --max-seconds %.0f reached after %d runs\n", o->max_seconds, runs);
-            break;
-        }
-        xjob *jobs[64];
-        int n = 0;
-        for (; n < o->jobs && n < 64 && i < o->runs; i++) {
-            char name[32];
-            snprintf(name, sizeof name, "run-%04d", i + 1);
-            xsched x;
-            uint64_t rs = run_seed(o->seed, i);
-            draw(&c.b, rs, &x);
-            char title[64];
-            snprintf(title, sizeof title, "explore seed %llu run %d", (unsigned long long)o->seed, i + 1);
-            xjob *j = job_new(&c, &x, rs, name, title, NULL);
-            if (!j) {
-                rc = 2;
-                stop = true;
-                break;
-            }
-            j->index = i + 1;
-            jobs[n++] = j;
-        }
-        run_batch(&c, jobs, (size_t)n);
-        for (int k = 0; k < n; k++) {
-            xjob *j = jobs[k];
-            if (!j->done) {
-                job_free(j);
-                continue;
-            }
-            runs++;
-            infra += j->v.infra;
-            missed += j->v.missed;
-            late += j->v.late;
-            int iv = first_inv(&j->v);
-            if (!o->quiet || iv >= 0) {
-                char *sum = summary_of(&j->x);
-                printf("[%4d] %-9s %s%s\n", j->index, iv < 0 ? (j->v.infra ? "ERROR" : "ok") : "VIOLATION", sum,
-                       j->v.infra ? " (the run could not be carried out)" : "");
-                free(sum);
-                if (iv >= 0)
-                    for (int v = 0; v < IV_COUNT; v++)
-                        if (j->v.inv[v])
-                            printf("         %s: %s\n         scenario: %s\n", inv_names[v], j->v.detail[v],
-                                   j->path);
-            }
-            for (int v = 0; v < IV_COUNT; v++) {
-                if (!j->v.inv[v])
-                    continue;
-                viol[v]++;
-                bool seen = false;
-                for (int f = 0; f < nfound; f++)
-                    seen |= found[f].iv == v;
-                if (!seen && (v == iv)) {
-                    found[nfound++] = (xfound){.iv = v, .found_run = j->index, .runs_needed = j->index,
-                                               .original = j->x, .rseed = j->rseed};
-                }
-            }
-            if (iv >= 0 && o->first)
-                stop = true;
-            job_free(j);
-        }
-        fflush(stdout);
-    }
-    double explore_s = elapsed_s(&c, c.t0);
-    /* confirm and shrink each violated invariant */
-    for (int f = 0; f < nfound && !c.signalled; f++) {
-        xfound *fd = &found[f];
-        fd->confirmed = breaks(&c, &fd->original, fd->rseed, fd->iv, o->shrink_tries, "explore confirmation",
-                               &fd->evidence);
-        printf("run_scenarios: explore: %s from run %d %s; shrinking (at most %.0f s, %d tr%s per candidate)\n",
-               inv_names[fd->iv], fd->found_run,
-               fd->confirmed ? "confirmed by a second run" : "did not fail again (flaky?)", o->shrink_seconds,
-               o->shrink_tries, o->shrink_tries == 1 ? "y" : "ies");
-        fflush(stdout);
-        if (fd->confirmed)
-            shrink(&c, fd);
-        else
-            fd->minimal = fd->original;
-        write_minimal(&c, fd, f == 0);
-    }
+    xstats *st = xcalloc(1, sizeof *st);
+    explore_draws(&c, st);
+    confirm_and_shrink(&c, st);
     double wall = (double)(ev_now_ms() - c.t0);
-    /* the summary */
-    int total = 0;
-    for (int v = 0; v < IV_COUNT; v++)
-        total += viol[v];
-    printf("\nexplore summary: %d runs in %.1f s (seed %llu, base %s)%s\n", runs, explore_s,
-           (unsigned long long)o->seed, o->base_path, c.signalled ? ", interrupted" : "");
-    if (infra)
-        printf("  %d run%s could not be carried out (see explore.log)\n", infra, infra == 1 ? "" : "s");
-    if (missed)
-        printf("  %d run%s had an action that could not act (not counted as violations)\n", missed,
-               missed == 1 ? "" : "s");
-    if (late)
-        printf("  %d run%s had an action too late to judge the world size at the end\n", late, late == 1 ? "" : "s");
-    for (int v = 0; v < IV_COUNT; v++)
-        if (viol[v] || v < IV_OTHER)
-            printf("  %-20s %4d violation%s\n", inv_names[v], viol[v], viol[v] == 1 ? "" : "s");
-    for (int f = 0; f < nfound; f++) {
-        xfound *fd = &found[f];
-        char *sum = summary_of(&fd->minimal);
-        printf("  minimal %s (found by run %d, %d fault%s -> %d fault%s after %d candidates in %.1f s%s%s): %s\n"
-               "    %s\n    replay: %s\n",
-               inv_names[fd->iv], fd->found_run, fd->original.nf, fd->original.nf == 1 ? "" : "s", fd->minimal.nf,
-               fd->minimal.nf == 1 ? "" : "s", fd->candidates_run, fd->shrink_s,
-               fd->budget_out ? ", budget ran out" : "", fd->confirmed ? "" : ", NOT confirmed", sum, fd->path,
-               fd->replay);
-        free(sum);
-    }
-    printf("%s\n", total ? "explore: VIOLATIONS found" : "explore: no violation");
-    if (c.log) {
-        for (int f = 0; f < nfound; f++)
-            xlog(&c, "minimal %s: %d faults, found by run %d: %s", inv_names[found[f].iv], found[f].minimal.nf,
-                 found[f].found_run, found[f].path);
+    int total = print_summary(&c, st);
+    if (c.log)
         fclose(c.log);
-    }
-    sc_result *sum = summary_result(&c, runs, viol, wall);
-    if (write_reports(&c, found, nfound, sum, wall) != 0 && rc == 0)
+    sc_result *sum = summary_result(&c, st->runs, st->viol, wall);
+    int rc = st->rc;
+    if (write_reports(&c, st->found, st->nfound, sum, wall) != 0 && rc == 0)
         rc = 1;
     fflush(stdout);
     summary_free(sum);
     sc_procset_signal_all(c.set, SIGKILL);
-    for (int f = 0; f < nfound; f++) {
-        job_free(found[f].evidence);
-        free(found[f].path);
-        free(found[f].replay);
+    for (int f = 0; f < st->nfound; f++) {
+        job_free(st->found[f].evidence);
+        free(st->found[f].path);
+        free(st->found[f].replay);
     }
+    bool any = total || st->nfound;
+    free(st);
     sc_procset_free(c.set);
     free(c.dir);
     if (c.signalled)
         return 128 + c.signalled;
     if (rc)
         return rc;
-    return total || nfound ? 1 : 0;
+    return any ? 1 : 0;
 }

@@ -711,7 +711,7 @@ static void script_parses_every_key(void **state)
     const char *s = "{\"comment\": \"c\", \"stop_on_failure\": false, \"tasks\": ["
                     "{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 4}}},"
                     "{\"name\": \"learner_get_data_task\", \"deadline_ms\": 3000, \"delay_ms\": 40, \"comment\": \"x\"},"
-                    "{\"name\": \"learner_learn_task\"},"
+                    "{\"name\": \"learner_learn_task\", \"expect\": {\"status\": \"any\"}},"
                     "{\"name\": \"learner_learn_task\", \"items\": 3, \"data\": {\"extra\": [1]}, \"stop_on_failure\": true,"
                     " \"expect\": {\"status\": \"failed\", \"message_contains\": \"length\", \"latency_ms_max\": 2.5,"
                     " \"fields\": {\"info.learner_step\": 3, \"a.0\": null}}},"
@@ -735,6 +735,7 @@ static void script_parses_every_key(void **state)
     assert_false(sc.tasks[0].check_batch);
     assert_int_equal(sc.tasks[1].items, MCS_ITEMS_NONE);
     assert_int_equal(sc.tasks[2].items, MCS_ITEMS_BATCH);
+    assert_int_equal(sc.tasks[2].expect.status, MCS_ANY); /* any outcome (explore) */
     assert_int_equal(sc.tasks[3].items, 3);
     assert_true(sc.tasks[3].stop_on_failure);
     assert_false(sc.tasks[2].stop_on_failure);
@@ -845,7 +846,7 @@ static void script_rejects_bad_expectations(void **state)
     static const bad_script cases[] = {
         {"{\"tasks\": [{\"name\": \"a\", \"expect\": 1}]}", "tasks[0].expect: must be an object, not a number"},
         {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"stauts\": 1}}]}", "tasks[0].expect: unknown key \"stauts\" (known keys: status, message_contains, fields, latency_ms_max)"},
-        {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"status\": \"done\"}}]}", "tasks[0].expect.status: must be one of \"completed\", \"failed\", \"start_failed\", not \"done\""},
+        {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"status\": \"done\"}}]}", "tasks[0].expect.status: must be one of \"completed\", \"failed\", \"start_failed\", \"any\", not \"done\""},
         {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"status\": 33}}]}", "tasks[0].expect.status: must be a string"},
         {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"message_contains\": []}}]}", "tasks[0].expect.message_contains: must be a string, not a list"},
         {"{\"tasks\": [{\"name\": \"a\", \"expect\": {\"message_contains\": \"\"}}]}", "tasks[0].expect.message_contains: must not be empty"},
