@@ -5,6 +5,8 @@
 if(TARGET runner_core AND TARGET run_scenarios)
   dl_unit_test(test_runner_parse SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_runner_parse.c LIBS runner_core
                LABELS runner TIMEOUT 60)
+  dl_unit_test(test_explore SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_explore.c LIBS runner_core
+               LABELS "runner;explore" TIMEOUT 60)
 
   set(DL_RUNNER_OUT ${CMAKE_BINARY_DIR}/runner-tests)
   foreach(t e2e html orphans)
