@@ -1172,20 +1172,16 @@ static int write_reports(xctx *c, xfound *found, int nfound, sc_result *sum, dou
         res[n++] = &copies[i];
     }
     int rc = 0;
-    if (c->o->junit) {
-        if (sc_report_junit(c->o->junit, res, n, wall_ms) != 0) {
-            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->o->junit, strerror(errno));
+    const char *paths[2] = {c->o->junit, c->o->html}, *kinds[2] = {"JUnit", "HTML"};
+    int (*writers[2])(const char *, const sc_result *const *, size_t, double) = {sc_report_junit, sc_report_html};
+    for (int k = 0; k < 2; k++) {
+        if (!paths[k])
+            continue;
+        if (writers[k](paths[k], res, n, wall_ms) != 0) {
+            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", paths[k], strerror(errno));
             rc = 1;
         } else {
-            printf("JUnit report: %s\n", c->o->junit);
-        }
-    }
-    if (c->o->html) {
-        if (sc_report_html(c->o->html, res, n, wall_ms) != 0) {
-            fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->o->html, strerror(errno));
-            rc = 1;
-        } else {
-            printf("HTML report: %s\n", c->o->html);
+            printf("%s report: %s\n", kinds[k], paths[k]);
         }
     }
     for (int i = 0; i < nfound; i++)
