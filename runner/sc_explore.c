@@ -226,7 +226,7 @@ static void draw(const xbase *b, uint64_t rseed, xsched *x)
     int maxf = b->nlearners - 1 < 3 ? b->nlearners - 1 : 3;
     x->nf = rnd(&rs, 8) == 0 ? 0 : 1 + rnd(&rs, maxf); /* now and then the happy path */
     /* distinct targets, so that each learner's fate is the one fault's */
-    int order[XL_MAX];
+    int order[XL_MAX] = {0};
     for (int i = 0; i < b->nlearners; i++)
         order[i] = i;
     for (int i = b->nlearners - 1; i > 0; i--) {
@@ -530,8 +530,7 @@ static void render(const xbase *b, const xsched *x, uint64_t rseed, const char *
 /* ---- invariants ---- */
 
 #define XINV_LIST(X)                                                                                                  \
-    X(ORACLE, "coordinator_oracle", "every completed merge equals the oracle's and the dumps agree with what was sent " \
-                                    "(the coordinator's ok)")                                                          \
+    X(ORACLE, "coordinator_oracle", "every completed merge equals the oracle's, the dumps agree with what was sent") \
     X(HEALTHY, "healthy_tasks_complete", "every task sent before any fault could act completes")               \
     X(DEADLINE, "task_deadline", "every task the coordinator sent ends within the aggregator's deadline")             \
     X(ONCE, "exactly_once", "no learn item is delivered twice, and every item of a completed learn arrived")          \
