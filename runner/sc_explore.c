@@ -1009,7 +1009,8 @@ static bool breaks(xctx *c, const xsched *x, uint64_t rseed, int iv, int tries, 
 typedef struct {
     int iv;
     int found_run;     /* the run that found it (= the runs needed) */
-    bool confirmed;
+    bool confirmed, tried; /* confirmation: done, and its outcome */
+    char *first_detail; /* what failed in the run that found it */
     xsched original, minimal;
     uint64_t rseed;
     xjob *evidence;    /* the last failing run of the minimal schedule */
@@ -1062,19 +1063,37 @@ static void write_minimal(xctx *c, xfound *fd, bool first)
 {
     fd->path = xasprintf("%s/minimal-%s.json", c->dir, inv_names[fd->iv]);
     char *replay = xasprintf("%s %s", c->ro.replay_prefix, fd->path);
-    const char *detail = fd->evidence ? fd->evidence->v.detail[fd->iv] : "(not reproduced while shrinking)";
-    int line = fd->evidence ? fd->evidence->v.line[fd->iv] : 0;
+    const char *detail = fd->evidence ? fd->evidence->v.detail[fd->iv] : fd->first_detail;
+    char title[128];
+    snprintf(title, sizeof title, "minimal schedule that breaks %s", inv_names[fd->iv]);
+    /* where the expectation that fails is in this file (the lines do not
+     * depend on the comment's text) */
+    xrender rd;
+    bool with_ok = fd->iv == IV_ORACLE;
+    render(&c->b, &fd->minimal, fd->rseed, title, "", with_ok, &rd);
+    int at = 0;
+    if (fd->iv == IV_ORACLE)
+        at = rd.ok_line;
+    else if (fd->iv == IV_ONCE)
+        at = rd.once_line;
+    else if (fd->iv == IV_WORLD)
+        at = rd.world_line;
+    else if ((fd->iv == IV_HEALTHY || fd->iv == IV_DEADLINE) && fd->evidence &&
+             in_range(&fd->evidence->rd.tasks, fd->evidence->v.line[fd->iv]))
+        at = rd.tasks.first_line + fd->evidence->v.line[fd->iv] - fd->evidence->rd.tasks.first_line;
+    free(rd.text);
+    char where[96];
+    if (at > 0)
+        snprintf(where, sizeof where, "the expectation on line %d fails", at);
+    else
+        snprintf(where, sizeof where, "the runner's own check fails");
     char *comment = xasprintf("Violated invariant %s: %s. Found by run %d of explore seed %llu (%s), shrunk to %d "
-                              "fault%s%s. What failed%s: %s. Replay: %s",
+                              "fault%s%s. On this schedule %s: %s. Replay: %s",
                               inv_names[fd->iv], inv_desc[fd->iv], fd->found_run, (unsigned long long)c->o->seed,
                               fd->confirmed ? "confirmed by a second run" : "not confirmed: flaky",
                               fd->minimal.nf, fd->minimal.nf == 1 ? "" : "s",
-                              fd->budget_out ? " (the shrink budget ran out)" : "",
-                              line > 0 ? " (the expectation on the line given in the report)" : "", detail, replay);
-    char title[128];
-    snprintf(title, sizeof title, "minimal schedule that breaks %s", inv_names[fd->iv]);
-    xrender rd;
-    render(&c->b, &fd->minimal, fd->rseed, title, comment, fd->iv == IV_ORACLE, &rd);
+                              fd->budget_out ? " (the shrink budget ran out)" : "", where, detail, replay);
+    render(&c->b, &fd->minimal, fd->rseed, title, comment, with_ok, &rd);
     if (write_text(fd->path, rd.text) != 0)
         fprintf(stderr, "run_scenarios: cannot write %s: %s\n", fd->path, strerror(errno));
     if (first) {
@@ -1200,7 +1219,7 @@ static int write_reports(xctx *c, xfound *found, int nfound, sc_result *sum, dou
 
 /* What an exploration counted. */
 typedef struct {
-    int viol[IV_COUNT], runs, infra, missed, late, rc;
+    int viol[IV_COUNT], runs, infra, missed, late, flaky, rc;
     xfound found[IV_COUNT];
     int nfound;
     double explore_s;
@@ -1233,11 +1252,16 @@ static bool account(xctx *c, xstats *st, const xjob *j)
         for (int f = 0; f < st->nfound; f++)
             seen |= st->found[f].iv == v;
         if (!seen && v == iv)
-            st->found[st->nfound++] =
-                (xfound){.iv = v, .found_run = j->index, .original = j->x, .rseed = j->rseed};
+            st->found[st->nfound++] = (xfound){.iv = v,
+                                               .found_run = j->index,
+                                               .original = j->x,
+                                               .rseed = j->rseed,
+                                               .first_detail = xstrdup(j->v.detail[v])};
     }
     return iv >= 0 && o->first;
 }
+
+static bool confirm(xctx *c, xfound *fd);
 
 /* Draws and runs the schedules, -j at a time, within --runs and
  * --max-seconds. */
@@ -1274,9 +1298,35 @@ static void explore_draws(xctx *c, xstats *st)
                 stop = true;
             job_free(jobs[k]);
         }
+        /* --first: the first violation that a second run confirms (a flaky
+         * one is kept in the counts, and the drawing goes on) */
+        for (int f = 0; stop && f < st->nfound; f++) {
+            xfound *fd = &st->found[f];
+            if (fd->tried || confirm(c, fd))
+                continue;
+            stop = false;
+            st->flaky++;
+            job_free(fd->evidence);
+            free(fd->first_detail);
+            st->found[f--] = st->found[--st->nfound]; /* a later run may find it again */
+        }
         fflush(stdout);
     }
     st->explore_s = elapsed_s(c, c->t0);
+}
+
+/* Runs the violation's schedule again (--shrink-tries side by side). */
+static bool confirm(xctx *c, xfound *fd)
+{
+    if (!fd->tried) {
+        fd->tried = true;
+        fd->confirmed = breaks(c, &fd->original, fd->rseed, fd->iv, c->o->shrink_tries, "explore confirmation",
+                               &fd->evidence);
+        printf("run_scenarios: explore: %s from run %d %s\n", inv_names[fd->iv], fd->found_run,
+               fd->confirmed ? "confirmed by a second run" : "did not fail again (flaky)");
+        fflush(stdout);
+    }
+    return fd->confirmed;
 }
 
 /* Each violated invariant: confirmed, shrunk, written as minimal-*.json. */
@@ -1285,13 +1335,11 @@ static void confirm_and_shrink(xctx *c, xstats *st)
     const sc_explore_opts *o = c->o;
     for (int f = 0; f < st->nfound && !c->signalled; f++) {
         xfound *fd = &st->found[f];
-        fd->confirmed = breaks(c, &fd->original, fd->rseed, fd->iv, o->shrink_tries, "explore confirmation",
-                               &fd->evidence);
-        printf("run_scenarios: explore: %s from run %d %s; shrinking (at most %.0f s, %d tr%s per candidate)\n",
-               inv_names[fd->iv], fd->found_run,
-               fd->confirmed ? "confirmed by a second run" : "did not fail again (flaky?)", o->shrink_seconds,
-               o->shrink_tries, o->shrink_tries == 1 ? "y" : "ies");
-        fflush(stdout);
+        if (confirm(c, fd)) {
+            printf("run_scenarios: explore: shrinking %s (at most %.0f s, %d tr%s per candidate)\n", inv_names[fd->iv],
+                   o->shrink_seconds, o->shrink_tries, o->shrink_tries == 1 ? "y" : "ies");
+            fflush(stdout);
+        }
         if (fd->confirmed)
             shrink(c, fd);
         else
@@ -1313,6 +1361,9 @@ static int print_summary(xctx *c, const xstats *st)
     if (st->missed)
         printf("  %d run%s had an action that could not act (not counted as violations)\n", st->missed,
                st->missed == 1 ? "" : "s");
+    if (st->flaky)
+        printf("  %d violation%s did not fail again when run once more (flaky; counted below)\n", st->flaky,
+               st->flaky == 1 ? "" : "s");
     if (st->late)
         printf("  %d run%s had an action too late to judge the world size at the end\n", st->late,
                st->late == 1 ? "" : "s");
@@ -1382,6 +1433,7 @@ int sc_explore_run(ev_loop *loop, const sc_run_opts *run_opts, const sc_scenario
     sc_procset_signal_all(c.set, SIGKILL);
     for (int f = 0; f < st->nfound; f++) {
         job_free(st->found[f].evidence);
+        free(st->found[f].first_detail);
         free(st->found[f].path);
         free(st->found[f].replay);
     }
