@@ -33,8 +33,8 @@ if [ "$left" -gt 2 ]; then echo "FAIL: shrunk to $left faults, more than 2"; exi
 min=$(ls "$OUT"/o/explore-1*/minimal.json 2>/dev/null | head -1)
 if [ -z "$min" ] || ! grep -q "Violated invariant $inv" "$min"; then echo "FAIL: no minimal.json naming $inv"; exit 1; fi
 "$RS" --check "$min" > /dev/null || { echo "FAIL: $min is not a valid scenario"; exit 1; }
-# the minimal scenario replays alone: red with the bug (one of three tries,
-# as the shrinker's), green without it
+# the minimal scenario replays alone: red with the bug (one of three tries:
+# its timing may vary), green without it
 red=0
 for t in 1 2 3; do
   DILEARN_PLANT_BUG=$BUG "$RS" --quiet --out "$OUT/replay-bug" "$min" > "$OUT/replay-bug.log" 2>&1
