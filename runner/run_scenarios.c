@@ -47,7 +47,7 @@ static void usage(FILE *out)
           "      --max-seconds T     start no run after T seconds (default: no limit)\n"
           "      --shrink-tries K    runs of each shrink candidate and of the confirmation (default 2)\n"
           "      --shrink-seconds T  the shrinking budget of each violation (default 300)\n"
-          "      --first             stop drawing at the first violation\n"
+          "      --first             stop drawing at the first violation a second run confirms\n"
           "      --help, --version\n"
           "\n"
           "Exit status: 0 every scenario passed; 1 a scenario failed; 2 a usage error or an\n"

@@ -32,7 +32,7 @@ typedef struct {
     double max_seconds;      /* no run starts after this (0: no limit) */
     double shrink_seconds;   /* the shrinking budget of each violation */
     int shrink_tries;        /* runs of each candidate (and of the confirmation) */
-    bool first;              /* stop drawing at the first violation */
+    bool first;              /* stop drawing at the first confirmed violation */
     bool quiet;
     const char *junit, *html; /* reports, or NULL */
 } sc_explore_opts;
