@@ -43,10 +43,11 @@ if(TARGET runner_core AND TARGET run_scenarios)
   else()
     set(DL_EXPLORE_RUNS 100)
   endif()
+  # (each exploration writes a new folder: the test starts from an empty one)
   add_test(NAME test_runner_explore
-           COMMAND run_scenarios --explore ${CMAKE_SOURCE_DIR}/scenarios/explore/base_4.json --runs ${DL_EXPLORE_RUNS}
-                   --seed 1 -j 2 --quiet --max-seconds 240 --shrink-seconds 60 --out ${DL_RUNNER_OUT}/explore
-                   --junit ${DL_RUNNER_OUT}/explore/junit.xml --html ${DL_RUNNER_OUT}/explore/report.html)
+           COMMAND sh -c "rm -rf \"$1\" && mkdir -p \"$1\" && exec \"$0\" --explore \"$2\" --runs $3 --seed 1 -j 2 --quiet --max-seconds 240 --shrink-seconds 60 --out \"$1\" --junit \"$1/junit.xml\" --html \"$1/report.html\""
+                   $<TARGET_FILE:run_scenarios> ${DL_RUNNER_OUT}/explore ${CMAKE_SOURCE_DIR}/scenarios/explore/base_4.json
+                   ${DL_EXPLORE_RUNS})
   set_tests_properties(test_runner_explore PROPERTIES TIMEOUT 420 LABELS "runner;explore")
   if(PLANT_BUGS)
     foreach(bug merge_drops_key split_off_by_one no_deadline no_retake retake_forgets_demand retake_stalls_task)
