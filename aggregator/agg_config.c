@@ -301,9 +301,10 @@ static void usage(FILE *out)
             "KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and AGGREGATOR_PORT set (the\n"
             "environment DI-orchestrator gives the aggregator's pod), it runs as in such a\n"
             "pod: it listens on all interfaces (unless --slave-host/--master-host or the\n"
-            "config say otherwise) and tells learners to reach it at\n"
-            "http://POD_NAME.NAMESPACE:MASTER_PORT (the pod's headless Service), or at the\n"
-            "host of KUBERNETES_AGGREGATOR_URL (host:port or URL) when that is set.\n"
+            "config say otherwise) and, unless the learner side's address is given, tells\n"
+            "learners to reach it at http://POD_NAME.NAMESPACE:MASTER_PORT (the pod's\n"
+            "headless Service), or at the host of KUBERNETES_AGGREGATOR_URL (host:port or\n"
+            "URL) when that is set.\n"
             "See docs/kubernetes.md.\n\n"
             "When start-up ends it prints one JSON line on stdout: {\"ready\": true,\n"
             "\"slave_port\", \"master_port\", \"metrics_port\", \"joined\": [...], \"failed\": [...]}.\n"
@@ -384,10 +385,14 @@ static int orchestrator_pod_defaults(agg_config *cfg, char *err, size_t errlen)
     cfg->orchestrator_pod = true;
     if (!cfg->slave_host)
         cfg->slave_host = xstrdup("0.0.0.0");
-    if (!cfg->master_host)
-        cfg->master_host = xstrdup("0.0.0.0");
-    if (cfg->advertise || cfg->master_port == 0)
-        return 0; /* given, or no port known before listening: the listening address */
+    /* A learner-side address given, or no port known before listening:
+     * learners are told the listening address, as outside a pod. */
+    if (cfg->master_host || cfg->advertise || cfg->master_port == 0) {
+        if (!cfg->master_host)
+            cfg->master_host = xstrdup("0.0.0.0");
+        return 0;
+    }
+    cfg->master_host = xstrdup("0.0.0.0");
     const char *url = env_set("KUBERNETES_AGGREGATOR_URL");
     if (url) {
         /* host:port or http://host:port[/]: the host is what is kept */

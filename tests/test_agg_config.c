@@ -194,6 +194,12 @@ static void orchestrator_pod_listens_everywhere_and_advertises_its_service(void 
     assert_int_equal(c.master_port, 23000);
     assert_string_equal(c.advertise, "http://me:23000");
     agg_config_free(&c);
+    /* a learner-side host given: learners are told that address */
+    assert_int_equal(run(&c, err, sizeof err, "--master-host", "127.0.0.1", NULL), AGG_CONFIG_OK);
+    assert_string_equal(c.slave_host, "0.0.0.0");
+    assert_string_equal(c.master_host, "127.0.0.1");
+    assert_null(c.advertise);
+    agg_config_free(&c);
     /* port 0: nothing to advertise before listening */
     assert_int_equal(run(&c, err, sizeof err, "--master-port", "0", NULL), AGG_CONFIG_OK);
     assert_null(c.advertise);
