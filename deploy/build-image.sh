@@ -5,7 +5,8 @@
 #      bookworm, from the mirror of /etc/apt/sources*) with the runtime
 #      libraries, pruned of what no program of the image uses; cached;
 #   2. our four executables, installed by the CMake install rules of a build
-#      tree (stripped) into a staging folder and copied from there;
+#      tree (stripped) into a staging folder and copied from there, and the
+#      mock DIJob's coordinator script;
 #   3. a non-root user (dilearn, 10001) and the aggregator as entry point;
 #   4. an OCI image layout (one layer: a reproducible tar of the root file
 #      system) and an oci-archive tarball of it, which `podman load` and
@@ -130,6 +131,8 @@ for b in "${BINARIES[@]}"; do
     [ -x "$OUT/stage/usr/bin/$b" ] || die "the install rules of $BUILD gave no usr/bin/$b (build it first)"
     install -m 0755 -o 0 -g 0 "$OUT/stage/usr/bin/$b" "$ROOT/usr/bin/$b"
 done
+# The mock DIJob's coordinator (deploy/k8s/mock-dijob.yaml).
+install -m 0755 -o 0 -g 0 "$HERE/dilearn-mock-job-coordinator" "$ROOT/usr/bin/"
 missing=$(chroot "$ROOT" /usr/bin/ldd "${BINARIES[@]/#//usr/bin/}" 2>&1 | grep 'not found' || true)
 [ -z "$missing" ] || die "libraries missing in the image: $missing"
 
