@@ -21,6 +21,6 @@ for tool in podman docker; do
 done
 if [ $imported = no ]; then
     echo "== not imported (no podman or docker that answers). To use it elsewhere:"
-    echo "   podman load -i $tar    # or: docker load -i $tar (Docker 25 or later)"
+    echo "   podman load -i $tar    # or: docker load -i $tar (where Docker reads OCI archives)"
     echo "   skopeo copy oci-archive:$tar docker://REGISTRY/dilearn:${IMAGE_REF##*:}"
 fi
