@@ -65,8 +65,8 @@ static void log_orchestrator_pod(const agg_config *cfg)
              cfg->master_port);
     if (cfg->advertise)
         LOG_INFO(NULL, "learners are told to report to %s", cfg->advertise);
-    else
-        LOG_WARN(NULL, "master port 0 in a pod: learners are told the listening address; give --advertise URL");
+    else if (cfg->master_port == 0 || strcmp(cfg->master_host, "0.0.0.0") == 0)
+        LOG_WARN(NULL, "learners are told a loopback address, which other pods cannot reach: give --advertise URL");
 }
 
 /* Learn batches are hundreds of MiB in a few big buffers (the request

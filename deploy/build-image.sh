@@ -48,8 +48,8 @@ ARCH=$(dpkg --print-architecture)
 # The mirror this machine uses: the first URI of the main archive.
 mirror() {
     local m
-    m=$(grep -hoE '^(URIs:|deb) +[^ ]+' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
-        /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{print $2}' | grep -E '/debian/?$' | head -1)
+    m=$(cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null |
+        grep -E '^(URIs:|deb )' | grep -oE 'https?://[^ ]+' | grep -E '/debian/?$' | head -1 || true)
     echo "${DILEARN_DEBIAN_MIRROR:-${m:-http://deb.debian.org/debian}}"
 }
 MIRROR=$(mirror)
