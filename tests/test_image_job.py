@@ -187,6 +187,11 @@ try:
           and '"gpus":"4"' in journal.replace(" ", "") and f"{JOB}-coordinator" in journal,
           f"dilearn-mock-job-coordinator POSTs a 4-GPU learner to the server and reads its address: "
           f"{dry.stdout.strip()!r}" + ("" if dry.returncode == 0 else f" {dry.stderr.strip()[-300:]}"))
+    lost = subprocess.run([CHROOT, "--userspec=10001:10001", root] + coord_c["command"] + ["--dry-run", "--wait-s", "2"],
+                          env=dict(coord_env, KUBERNETES_POD_NAME="no-such-coordinator", PATH="/usr/bin:/bin"),
+                          capture_output=True, text=True, timeout=60)
+    check(lost.returncode == 2 and "answered 404 for 2 s" in lost.stderr,
+          f"a job the server does not know: asked again until --wait-s, then exit 2: {lost.stderr.strip()[-120:]!r}")
     script_path = os.path.join(work, "script.json")
     with open(script_path, "w") as f:
         f.write(script)
