@@ -176,7 +176,8 @@ echo '{"imageLayoutVersion":"1.0.0"}' >"$OCI/oci-layout"
 tar -C "$OCI" --sort=name --numeric-owner --owner=0 --group=0 --mtime="@$SDE" -cf "$OUT/dilearn-oci.tar" .
 
 IMAGE_BYTES=$(du -sb "$ROOT" | cut -f1)
-LAYER_BYTES=$(stat -c %s "$OCI/blobs/sha256/$(echo "$LAYER" | sed 's/.*sha256:\([0-9a-f]*\).*/\1/')")
+LAYER_DIGEST=${LAYER#*sha256:}
+LAYER_BYTES=$(stat -c %s "$OCI/blobs/sha256/${LAYER_DIGEST%%\"*}")
 printf 'IMAGE_REF=%s\nIMAGE_BYTES=%s\nLAYER_BYTES=%s\n' "$IMAGE_REF" "$IMAGE_BYTES" "$LAYER_BYTES" >"$OUT/image.env"
 echo "== image $IMAGE_REF: root file system $((IMAGE_BYTES / 1024)) KiB, compressed layer $((LAYER_BYTES / 1024)) KiB," \
      "built in $(( $(date +%s) - start )) s"

@@ -36,7 +36,7 @@ content)
         local hits
         hits=$(cd "$root" && find . -xdev "$@" -print 2>/dev/null | head -5)
         if [ -n "$hits" ]; then
-            echo "FAIL: the image holds $what: $(echo $hits)"
+            echo "FAIL: the image holds $what: $(echo "$hits" | tr '\n' ' ')"
             bad=1
         else
             echo "ok   none of: $what"
