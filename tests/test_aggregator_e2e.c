@@ -20,6 +20,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "evt.h"
 #include "jsonx.h"
 #include "proc.h"
 #include "xalloc.h"
@@ -261,6 +262,100 @@ static bool agg_log_wait(fx *f, const char *needle, long cap_ms)
     return agg_log_wait_n(f, needle, 1, cap_ms);
 }
 
+/* ---- the aggregator's events (--events) ---- */
+
+typedef struct {
+    evt_record *r;
+    int n;
+} evts;
+
+/* Reads an events file; every line must be a valid event (evt_parse_line:
+ * known, every documented field of its type). */
+static evts events_read(const char *path)
+{
+    evts e = {0};
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        fprintf(stderr, "no events file %s\n", path);
+    assert_non_null(fp);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, fp)) > 0) {
+        if (line[len - 1] == '\n')
+            line[--len] = '\0';
+        e.r = xrealloc(e.r, (size_t)(e.n + 1) * sizeof *e.r);
+        char err[256];
+        if (evt_parse_line(line, (size_t)len, &e.r[e.n], err, sizeof err) != 0)
+            fail_msg("%s line %d: %s: %s", path, e.n + 1, err, line);
+        assert_int_equal(e.r[e.n].seq, e.n); /* no line lost */
+        e.n++;
+    }
+    free(line);
+    fclose(fp);
+    return e;
+}
+
+static void events_free(evts *e)
+{
+    for (int i = 0; i < e->n; i++)
+        evt_record_free(&e->r[i]);
+    free(e->r);
+    *e = (evts){0};
+}
+
+/* The first event `id` at index >= from whose learner (and task name) is
+ * the one given (NULL: any); -1 if none. */
+static int ev_find(const evts *e, int from, evt_id id, const char *learner, const char *name)
+{
+    for (int i = from < 0 ? 0 : from; i < e->n; i++) {
+        const char *l = evt_str(&e->r[i], EVT_F_learner), *nm = evt_str(&e->r[i], EVT_F_name);
+        if (e->r[i].id == id && (!learner || (l && strcmp(l, learner) == 0)) && (!name || (nm && strcmp(nm, name) == 0)))
+            return i;
+    }
+    return -1;
+}
+
+static int ev_count(const evts *e, evt_id id, const char *learner)
+{
+    int n = 0;
+    for (int i = ev_find(e, 0, id, learner, NULL); i >= 0; i = ev_find(e, i + 1, id, learner, NULL))
+        n++;
+    return n;
+}
+
+static const char *ev_str(const evts *e, int i, evt_field_id f)
+{
+    assert_true(i >= 0 && i < e->n);
+    const char *s = evt_str(&e->r[i], f);
+    return s ? s : "";
+}
+
+static int64_t ev_int(const evts *e, int i, evt_field_id f)
+{
+    assert_true(i >= 0 && i < e->n);
+    int64_t v = INT64_MIN;
+    assert_true(evt_int(&e->r[i], f, &v));
+    return v;
+}
+
+/* "--events=DIR/aggregator.events.jsonl" (static buffer) and its path. */
+static const char *events_flag(fx *f)
+{
+    static char flag[400];
+    snprintf(flag, sizeof flag, "--events=%s/aggregator.events.jsonl", f->dir);
+    return flag;
+}
+
+/* Stops the aggregator (SIGTERM: its events are flushed) and reads them. */
+static evts agg_stop_events(fx *f)
+{
+    assert_int_equal(proc_stop(&f->agg, 5000), 0);
+    char path[400];
+    snprintf(path, sizeof path, "%s/aggregator.events.jsonl", f->dir);
+    return events_read(path);
+}
+
 #define ROUND(n) \
     "{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"items\": \"batch\"}"
 
@@ -354,6 +449,75 @@ static void learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world(void
                                 "]}",
                                 NULL),
                      0);
+    assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
+}
+
+/* issue 12: the events of a crash mid-learn, in order, with their fields. */
+static void crash_mid_learn_is_told_by_events_in_order(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "good", 2, NULL);
+    start_learners(f, "doomed", 1,
+                   (const char *[]){"--fault={\"kind\": \"crash\", \"task\": \"learner_learn_task\", \"when\": "
+                                    "\"during\"}",
+                                    NULL});
+    start_agg(f, (const char *[]){"--task-deadline-ms=20000", events_flag(f), NULL});
+    assert_int_equal(coordinate(f,
+                                "{\"tasks\": [{\"name\": \"learner_get_data_task\"},"
+                                "{\"name\": \"learner_learn_task\", \"expect\": {\"status\": \"failed\"}}]}",
+                                NULL),
+                     0);
+    evts e = agg_stop_events(f);
+    assert_int_equal(e.r[0].id, EVT_started);
+    assert_string_equal(e.r[0].process, "aggregator");
+    int last = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *id = f->ids[i];
+        int k = ev_find(&e, 0, EVT_learner_joined, id, NULL);
+        assert_true(k > 0);
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", f->ports[i]);
+        assert_string_equal(ev_str(&e, k, EVT_F_addr), addr);
+        assert_true(ev_int(&e, k, EVT_F_world) >= 1);
+        last = k > last ? k : last;
+    }
+    assert_int_equal(ev_count(&e, EVT_learner_joined, NULL), 3);
+    int rx = ev_find(&e, last, EVT_task_received, NULL, "learner_learn_task");
+    assert_true(rx > last);
+    assert_int_equal(ev_int(&e, rx, EVT_F_items), 24);
+    const char *task_id = ev_str(&e, rx, EVT_F_id);
+    int sent = ev_find(&e, rx, EVT_subtask_sent, "doomed0", "learner_learn_task");
+    assert_true(sent > rx);
+    assert_int_equal(ev_int(&e, sent, EVT_F_items), 8);
+    assert_string_equal(ev_str(&e, sent, EVT_F_id), task_id);
+    int sd = ev_find(&e, sent, EVT_subtask_done, "doomed0", "learner_learn_task");
+    assert_true(sd > sent);
+    assert_string_equal(ev_str(&e, sd, EVT_F_status), "failed");
+    assert_string_equal(ev_str(&e, sd, EVT_F_sub_id), ev_str(&e, sent, EVT_F_sub_id));
+    assert_non_null(strstr(ev_str(&e, sd, EVT_F_reason), "doomed0"));
+    int left = ev_find(&e, sd, EVT_learner_left, "doomed0", NULL);
+    assert_true(left > sd);
+    assert_non_null(strstr(ev_str(&e, left, EVT_F_reason), "no heartbeat"));
+    assert_int_equal(ev_int(&e, left, EVT_F_world), 2);
+    int hb = ev_find(&e, sd - 2, EVT_heartbeat_lost, "doomed0", NULL);
+    assert_true(hb >= 0 && hb < left);
+    assert_true(ev_int(&e, hb, EVT_F_after_ms) >= 850); /* the tolerance at this time scale */
+    int done = ev_find(&e, left, EVT_task_done, NULL, "learner_learn_task");
+    assert_true(done > left);
+    assert_string_equal(ev_str(&e, done, EVT_F_status), "failed");
+    assert_string_equal(ev_str(&e, done, EVT_F_id), task_id);
+    assert_non_null(strstr(ev_str(&e, done, EVT_F_message), "doomed0"));
+    double lat;
+    assert_true(evt_dbl(&e.r[done], EVT_F_latency_ms, &lat) && lat > 0);
+    /* the good learners' parts completed */
+    int g0 = ev_find(&e, rx, EVT_subtask_done, "good0", "learner_learn_task");
+    assert_true(g0 > rx);
+    assert_string_equal(ev_str(&e, g0, EVT_F_status), "completed");
+    /* SIGTERM: the last word */
+    int sh = ev_find(&e, done, EVT_shutdown, NULL, NULL);
+    assert_true(sh > done);
+    assert_string_equal(ev_str(&e, sh, EVT_F_signal), "SIGTERM");
+    events_free(&e);
     assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
 }
 
@@ -590,6 +754,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(learn_data_of_the_wrong_length_fails_and_says_both_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(crash_mid_learn_is_told_by_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_hangs_is_named_with_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(error_status_on_task_new_fails_the_task_naming_the_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_start_fails_with_the_reference_message, setup, teardown),
