@@ -742,9 +742,39 @@ static void on_coord_lost(void *ud, const char *why)
 static void reply_metrics(agg *a, hs_request *r)
 {
     agg_gauges g = {0};
+    size_t n = agg_learners_count(a->learners);
     g.learners_connected = agg_learners_world(a->learners);
-    g.learners_known = agg_learners_count(a->learners);
+    g.learners_known = n;
     g.learners_failed = agg_learners_in_state(a->learners, LS_FAILED);
+    agg_learner_gauge *lg = xcalloc(n ? n : 1, sizeof *lg);
+    for (size_t i = 0; i < n; i++) {
+        const learner *l = agg_learners_at(a->learners, i);
+        lg[i].id = l->id;
+        lg[i].state = l->state;
+        lg[i].heartbeat_age_s = l->state == LS_JOINED ? (double)master_conn_heartbeat_age_ms(l->conn) / 1e3 : -1;
+    }
+    g.learners = lg;
+    g.nlearners = n;
+    const char *states[LS_NSTATES];
+    for (int i = 0; i < LS_NSTATES; i++)
+        states[i] = agg_learner_state_name((learner_state)i);
+    g.state_names = states;
+    g.nstates = LS_NSTATES;
+    uint64_t now = ev_now_us(), oldest = now;
+    if (a->job && a->job->state == JOB_RUNNING) {
+        g.tasks_in_flight++;
+        oldest = a->job->start_us;
+    }
+    if (a->job)
+        g.subtasks_in_flight = a->job->remaining;
+    if (a->queued_id) {
+        g.tasks_in_flight++;
+        oldest = a->queued_us < oldest ? a->queued_us : oldest;
+    }
+    g.oldest_task_age_s = (double)(now - oldest) / 1e6;
+    evt_stats es = evt_get_stats();
+    g.events_lines = es.lines;
+    g.events_write_errors = es.write_errors;
     unsigned long long in, out;
     slave_bytes(a->slave, &in, &out);
     g.bytes_received = in;
@@ -753,6 +783,7 @@ static void reply_metrics(agg *a, hs_request *r)
     g.bytes_received += in;
     g.bytes_sent += out;
     char *text = agg_metrics_render(a->metrics, &g);
+    free(lg);
     hs_reply(r, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
