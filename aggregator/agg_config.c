@@ -396,6 +396,8 @@ static char *normalise_url(const char *v)
     return xasprintf("http://%s", v);
 }
 
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
+
 agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     agg_config_defaults(cfg);
@@ -549,7 +551,13 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
         snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
         return AGG_CONFIG_ERROR;
     }
+    return resolve(cfg, err, errlen);
+}
 
+/* After the file and the flags: defaults, scaling, the environment. */
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen)
+{
+    long v;
     /* Ports: the reference's Kubernetes defaults, AGGREGATOR_PORT first. */
     if (cfg->slave_port < 0) {
         const char *ap = getenv("AGGREGATOR_PORT");
