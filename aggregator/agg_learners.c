@@ -130,6 +130,12 @@ static void connect_failed(learner *l, const char *why)
 static void on_connected(void *ud, master_conn *c, bool ok, const char *error)
 {
     learner *l = ud;
+    if (ok && l->reg->stopping) {
+        /* a /connect that was in flight when the shutdown began */
+        l->conn = NULL;
+        master_disconnect(c, "the aggregator is shutting down");
+        return;
+    }
     if (ok) {
         l->conn = c;
         master_conn_set_ud(c, l);
