@@ -153,7 +153,6 @@ typedef struct sub {
     cJSON *result;
     char *error;
     size_t slice_start, slice_end;
-    int64_t items;
     uint64_t start_us;
 } sub;
 
@@ -489,7 +488,6 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool 
     sub *s = &j->subs[i];
     s->job = j;
     s->learner_id = xstrdup(l->id); // NOLINT(clang-analyzer-core.NullDereference): start_learn returns when one is gone
-    s->items = items;
     s->start_us = ev_now_us();
     char err[256];
     long deadline = a->cfg.task_deadline_ms;

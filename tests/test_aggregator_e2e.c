@@ -689,11 +689,16 @@ static void learner_that_joins_late_is_taken_in(void **state)
     assert_true(ce > 0);
     assert_int_equal(ev_int(&e, ce, EVT_F_attempts), 1);
     assert_non_null(strstr(ev_str(&e, ce, EVT_F_reason), "refused"));
-    /* the same reason every retry: told once */
-    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "late0"), 1);
     int j = ev_find(&e, ce, EVT_learner_joined, "late0", NULL);
     assert_true(j > ce);
     assert_true(ev_int(&e, j, EVT_F_attempts) > 1);
+    /* told at the first failure and when the reason changes, not at every
+     * retry (about ten here, all refused unless the machine is loaded) */
+    int told = ev_count(&e, EVT_learner_connect_error, "late0");
+    assert_true(told < ev_int(&e, j, EVT_F_attempts) - 1);
+    for (int k = ev_find(&e, ce + 1, EVT_learner_connect_error, "late0", NULL), prev = ce; k >= 0;
+         prev = k, k = ev_find(&e, k + 1, EVT_learner_connect_error, "late0", NULL))
+        assert_string_not_equal(ev_str(&e, k, EVT_F_reason), ev_str(&e, prev, EVT_F_reason));
     assert_true(ev_int(&e, j, EVT_F_after_ms) >= 1000);
     assert_int_equal(ev_count(&e, EVT_learner_join_failed, NULL), 0);
     assert_int_equal(ev_count(&e, EVT_learner_connect_error, "learner0"), 0);
@@ -716,10 +721,13 @@ static void learner_that_never_joins_is_reported_failed_in_the_ready_line(void *
     evts e = agg_stop_events(f);
     int ce = ev_find(&e, 0, EVT_learner_connect_error, "ghost0", NULL);
     assert_true(ce > 0);
-    const char *reason = ev_str(&e, ce, EVT_F_reason);
-    assert_non_null(strstr(reason, "refused"));
+    assert_non_null(strstr(ev_str(&e, ce, EVT_F_reason), "refused"));
     int jf = ev_find(&e, ce, EVT_learner_join_failed, "ghost0", NULL);
     assert_true(jf > ce);
+    /* with the last reason told */
+    for (int k = ce; k >= 0 && k < jf; k = ev_find(&e, k + 1, EVT_learner_connect_error, "ghost0", NULL))
+        ce = k;
+    const char *reason = ev_str(&e, ce, EVT_F_reason);
     assert_string_equal(ev_str(&e, jf, EVT_F_reason), reason);
     assert_true(ev_int(&e, jf, EVT_F_attempts) > 1);
     assert_true(ev_int(&e, jf, EVT_F_after_ms) >= 800);
@@ -745,18 +753,26 @@ static void each_change_of_join_failure_reason_is_told(void **state)
                    (const char *[]){"--channel=7", "--fault={\"kind\": \"slow_join\", \"after_ms\": 300}", NULL});
     start_agg(f, (const char *[]){"--max-retry-ms=1500", "--log-level=info", events_flag(f), NULL});
     evts e = agg_stop_events(f);
-    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "other0"), 2);
+    /* refused first, then 403 (Channel not match) until the end: two
+     * reasons told (more only if a loaded machine made an attempt time out) */
+    int told = ev_count(&e, EVT_learner_connect_error, "other0");
+    assert_true(told >= 2);
     int a = ev_find(&e, 0, EVT_learner_connect_error, "other0", NULL);
-    int b = ev_find(&e, a + 1, EVT_learner_connect_error, "other0", NULL);
     assert_non_null(strstr(ev_str(&e, a, EVT_F_reason), "refused"));
-    assert_non_null(strstr(ev_str(&e, b, EVT_F_reason), "403"));
+    int b = a;
+    for (int k = a; k >= 0; k = ev_find(&e, k + 1, EVT_learner_connect_error, "other0", NULL)) {
+        if (k != a)
+            assert_string_not_equal(ev_str(&e, k, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
+        b = k;
+    }
+    assert_non_null(strstr(ev_str(&e, b, EVT_F_reason), "/connect answered HTTP 403"));
     assert_true(ev_int(&e, b, EVT_F_attempts) > ev_int(&e, a, EVT_F_attempts));
     int jf = ev_find(&e, b, EVT_learner_join_failed, "other0", NULL);
     assert_true(jf > b);
     assert_string_equal(ev_str(&e, jf, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
     char log[300];
     snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
-    assert_int_equal(log_count(log, "[other0] cannot join yet"), 2);
+    assert_int_equal(log_count(log, "[other0] cannot join yet"), told);
     events_free(&e);
 }
 
@@ -926,6 +942,27 @@ static void metrics_show_a_task_in_flight_and_each_learner(void **state)
     assert_true(metric_value(out, "dilearn_oldest_task_in_flight_seconds") == 0);
 }
 
+/* An events file that cannot be written: counted in /metrics, logged once,
+ * and the aggregator works on. */
+static void events_write_errors_are_counted_and_never_stop(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_agg(f, (const char *[]){"--events=/dev/full", "--events-each-line", NULL});
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 1}}}]}",
+                                NULL),
+                     0);
+    char out[300], log[300];
+    snprintf(out, sizeof out, "%s/metrics.txt", f->dir);
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_events_write_errors_total") >= 3); /* started, joined, task_received, ... */
+    assert_true(metric_value(out, "dilearn_events_total") >= metric_value(out, "dilearn_events_write_errors_total"));
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_int_equal(log_count(log, "events file /dev/full: write"), 1);
+    assert_int_equal(proc_stop(&f->agg, 5000), 0);
+    f->agg_stopped = true;
+}
+
 #ifdef MOCK_OPERATOR_BIN
 static bool json_has_str(const cJSON *arr, const char *s)
 {
@@ -1076,6 +1113,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(metrics_are_served_in_prometheus_text, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_show_a_task_in_flight_and_each_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_exits_2_naming_the_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(events_write_errors_are_counted_and_never_stop, setup, teardown),
 #ifdef MOCK_OPERATOR_BIN
         cmocka_unit_test_setup_teardown(operator_syncs_are_told_by_events, setup, teardown),
 #endif
