@@ -55,9 +55,8 @@ static const cJSON *at_path(const cJSON *v, const char *path)
     char *save = NULL;
     for (char *k = strtok_r(copy, ".", &save); k && v; k = strtok_r(NULL, ".", &save)) {
         if (cJSON_IsArray(v)) {
-            char *end;
-            long i = strtol(k, &end, 10);
-            v = (*end || i < 0) ? NULL : cJSON_GetArrayItem(v, (int)i);
+            int64_t i;
+            v = util_parse_i64(k, 0, INT32_MAX, &i) ? cJSON_GetArrayItem(v, (int)i) : NULL;
         } else if (cJSON_IsObject(v)) {
             v = jsonx_get(v, k);
         } else {
