@@ -408,6 +408,51 @@ static double nice_step(double span)
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
+/* Which learners get a row (at most ROWS_MAX - 1 when there are more than
+ * ROWS_MAX): first those with a failed or lost task or a fault or exit
+ * mark, then the others, each group in learner order. row_of[l] is the row
+ * of learner l or -1; learner_at[row] the learner of a row. The row count. */
+static int choose_rows(const sc_result *r, int *row_of, int *learner_at)
+{
+    int n = r->nlearners;
+    int rows = n <= ROWS_MAX ? n : ROWS_MAX - 1;
+    bool *hot = xcalloc((size_t)n + 1, sizeof *hot);
+    for (size_t i = 0; i < r->nbars; i++)
+        if (r->bars[i].outcome >= 2 && r->bars[i].learner >= 0 && r->bars[i].learner < n)
+            hot[r->bars[i].learner] = true;
+    for (size_t i = 0; i < r->nmarks; i++)
+        if ((r->marks[i].kind == 0 || r->marks[i].kind == 1) && r->marks[i].learner >= 0 && r->marks[i].learner < n)
+            hot[r->marks[i].learner] = true;
+    for (int l = 0; l < n; l++)
+        row_of[l] = -1;
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < n && k < rows; l++)
+            if (hot[l] == (pass == 0) && row_of[l] < 0) {
+                row_of[l] = k;
+                learner_at[k++] = l;
+            }
+    free(hot);
+    return rows;
+}
+
+/* "… 952 more learners, not drawn: 1904 tasks, all completed". */
+static void undrawn_summary(xbuf *b, const sc_result *r, const int *row_of, int rows, int x, int y)
+{
+    size_t count[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < r->nbars; i++)
+        if (r->bars[i].learner >= 0 && r->bars[i].learner < r->nlearners && row_of[r->bars[i].learner] < 0)
+            count[r->bars[i].outcome & 3]++;
+    size_t tasks = count[0] + count[1] + count[2] + count[3];
+    xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"row\">… %d more learners, not drawn: %zu task%s", x, y,
+                r->nlearners - rows, tasks, tasks == 1 ? "" : "s");
+    if (tasks && count[1] == tasks)
+        xbuf_puts(b, ", all completed");
+    else if (tasks)
+        xbuf_printf(b, ": %zu completed, %zu failed, %zu lost, %zu open", count[1], count[2], count[3], count[0]);
+    xbuf_puts(b, "</text>\n");
+}
+
 static void svg_timeline(xbuf *b, const sc_result *r)
 {
     double T = r->run_ms > 0 ? r->run_ms : 1;
@@ -418,50 +463,58 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         if (r->marks[i].t_ms > T)
             T = r->marks[i].t_ms;
     T *= 1.02;
-    int rows = r->nlearners < ROWS_MAX ? r->nlearners : ROWS_MAX - 1;
-    const int left = 90, width = 1000, plot = width - left - 20, rowh = 16, top = 28;
+    int *row_of = xcalloc((size_t)r->nlearners + 1, sizeof *row_of);
+    int *learner_at = xcalloc(ROWS_MAX, sizeof *learner_at);
+    int rows = choose_rows(r, row_of, learner_at);
+    bool summary = r->nlearners > rows;
+    const int left = 90, width = 1000, plot = width - left - 30, rowh = 16, top = 28;
     const int wsh = 70; /* world size chart */
-    int height = top + rows * rowh + 30 + wsh + 20;
+    int body = (rows + (summary ? 1 : 0)) * rowh;
+    int height = top + body + 30 + wsh + 20;
     int maxws = r->nlearners > 0 ? r->nlearners : 1;
     for (size_t i = 0; i < r->nsamples; i++)
         if (r->samples[i].value > maxws)
             maxws = r->samples[i].value;
 #define X(t) (left + (t) / T * plot)
     xbuf_printf(b,
+                "<div class=\"tl\"><div class=\"zoom\">zoom <button type=\"button\" onclick=\"zoom(this,1)\">1&times;"
+                "</button><button type=\"button\" onclick=\"zoom(this,4)\">4&times;</button><button type=\"button\" "
+                "onclick=\"zoom(this,16)\">16&times;</button></div><div class=\"scroll\">"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" width=\"%d\" height=\"%d\" "
                 "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline of ",
                 width, height, width, height);
     esc(b, r->name);
     xbuf_puts(b, "\">\n");
     xbuf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
-    /* time axis */
+    /* time axis: labels centred on their tick, the last one kept inside */
     double step = nice_step(T);
-    int axis_y = top + rows * rowh + 4;
+    int axis_y = top + body + 4;
     for (int k = 0; k * step <= T; k++) {
         double t = k * step;
+        const char *anchor = k == 0 ? "start" : X(t) > width - 30 ? "end" : "middle";
         xbuf_printf(b,
                     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
-                    "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%.0f ms</text>\n",
-                    X(t), top - 6, X(t), axis_y + wsh + 18, X(t), axis_y + 14, t);
+                    "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"%s\">%g ms</text>\n",
+                    X(t), top - 6, X(t), axis_y + wsh + 18, X(t), axis_y + 14, anchor, t);
     }
     /* rows */
-    for (int l = 0; l < rows; l++) {
-        int y = top + l * rowh;
-        xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">learner%d</text>\n", y + 12, l);
+    for (int k = 0; k < rows; k++) {
+        int y = top + k * rowh;
+        xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">learner%d</text>\n", y + 12, learner_at[k]);
         xbuf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#f3f3f3\"/>\n", left, y + rowh,
                     width - 20, y + rowh);
     }
-    if (r->nlearners > rows)
-        xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"row\">… %d more learners not drawn</text>\n", left,
-                    top + rows * rowh - 2, r->nlearners - rows);
+    if (summary)
+        undrawn_summary(b, r, row_of, rows, left, top + rows * rowh + 12);
     for (size_t i = 0; i < r->nbars; i++) {
         const sc_bar *bar = &r->bars[i];
-        if (bar->learner >= rows)
+        int row = bar->learner >= 0 && bar->learner < r->nlearners ? row_of[bar->learner] : -1;
+        if (row < 0)
             continue;
         double x0 = X(bar->t0_ms), x1 = X(bar->t1_ms >= bar->t0_ms ? bar->t1_ms : bar->t0_ms);
-        if (x1 - x0 < 2)
-            x1 = x0 + 2;
-        int y = top + bar->learner * rowh + 2;
+        if (x1 - x0 < 4) /* a short task stays visible as a bar, not a tick */
+            x1 = x0 + 4;
+        int y = top + row * rowh + 2;
         static const char *const oc[] = {"open", "completed", "failed", "lost (no report)"};
         const char *stroke = bar->outcome == 2 ? "#d32f2f" : bar->outcome == 3 ? "#ff8f00" : "none";
         xbuf_printf(b,
@@ -471,7 +524,7 @@ static void svg_timeline(xbuf *b, const sc_result *r)
                     bar->outcome == 3 ? " stroke-dasharray=\"3,2\" fill-opacity=\"0.5\"" : "");
         xbuf_printf(b, "learner%d: ", bar->learner);
         esc(b, bar->task);
-        xbuf_printf(b, " %.0f–%.0f ms, %s</title></rect>\n", bar->t0_ms, bar->t1_ms, oc[bar->outcome & 3]);
+        xbuf_printf(b, " %.1f–%.1f ms, %s</title></rect>\n", bar->t0_ms, bar->t1_ms, oc[bar->outcome & 3]);
         if (x1 - x0 > 40) {
             xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"bar\">", x0 + 3, y + 10);
             esc(b, short_task(bar->task));
@@ -486,8 +539,9 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         if (m->kind == 3 && m->learner < 0)
             continue;
         double x = X(m->t_ms);
-        if (m->learner >= 0 && m->learner < rows) {
-            int y = top + m->learner * rowh;
+        int row = m->learner >= 0 && m->learner < r->nlearners ? row_of[m->learner] : -1;
+        if (row >= 0) {
+            int y = top + row * rowh;
             xbuf_printf(
                 b, "<path d=\"M%.1f %d l-5 -6 h10 z\" transform=\"translate(0 %d)\" fill=\"%s\"><title>%.0f ms: ", x,
                 y + 2, 6, mc[m->kind & 3], m->t_ms);
@@ -515,8 +569,10 @@ static void svg_timeline(xbuf *b, const sc_result *r)
     xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">world size</text>\n", wy + wsh / 2);
     xbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#eee\"/>\n", left, wy,
                 plot, wsh);
-    xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"tick\">%d</text><text x=\"%d\" y=\"%d\" class=\"tick\">0</text>\n",
-                left - 20, wy + 9, maxws, left - 12, wy + wsh);
+    xbuf_printf(b,
+                "<text x=\"%d\" y=\"%d\" class=\"tick\" text-anchor=\"end\">%d</text><text x=\"%d\" y=\"%d\" "
+                "class=\"tick\" text-anchor=\"end\">0</text>\n",
+                left - 4, wy + 9, maxws, left - 4, wy + wsh);
     if (r->nsamples) {
         xbuf_puts(b, "<polyline fill=\"none\" stroke=\"#1565c0\" stroke-width=\"2\" points=\"");
         double prev_y = -1;
@@ -530,7 +586,9 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         }
         xbuf_puts(b, "\"><title>world size over time</title></polyline>\n");
     }
-    xbuf_puts(b, "</svg>\n");
+    xbuf_puts(b, "</svg></div></div>\n");
+    free(row_of);
+    free(learner_at);
 #undef X
 }
 
@@ -547,7 +605,9 @@ static const char *css =
     "pre.log{max-height:420px;overflow:auto;background:#fbfbfb;border:1px solid #eee;padding:6px}"
     "code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f1f1;padding:1px 4px;border-radius:3px}"
     ".ok{color:#2e7d32}.bad{color:#c62828;font-weight:bold}.meta{color:#555}"
-    "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:8px 0}"
+    "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:4px 0}"
+    ".tl .scroll{overflow-x:auto}.tl.zoomed svg.timeline{max-width:none}.zoom{font-size:12px;color:#555}"
+    ".zoom button{font-size:11px;margin-left:4px;padding:0 6px}td.t,th.t{white-space:nowrap;text-align:right}"
     "svg text.tick{font:10px sans-serif;fill:#777}svg text.row{font:11px sans-serif;fill:#333}"
     "svg text.bar{font:9px sans-serif;fill:#fff}svg text.mark{font:10px sans-serif}"
     ".legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;"
@@ -586,7 +646,7 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                 "<title>Scenario report: %zu passed, %zu failed</title><style>%s</style></head><body>\n",
-                n - failed, failed, css);
+                n - failed - count_skipped(res, n), failed, css);
     char ts[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -598,8 +658,9 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
                 n, n == 1 ? "" : "s", n - failed - count_skipped(res, n), failed,
                 count_skipped(res, n) ? ", some not run" : "", wall_ms / 1000.0, ts);
     /* table of contents */
-    xbuf_puts(&b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th>time</th>"
-                  "<th>seed</th><th>checks</th><th>description</th></tr>\n");
+    xbuf_puts(
+        &b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th class=\"t\">time</th>"
+            "<th class=\"t\">seed</th><th>checks</th><th>description</th></tr>\n");
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
         char lb[96];
@@ -609,7 +670,9 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         xbuf_puts(&b, "\">");
         esc(&b, lb);
         xbuf_printf(
-            &b, "</a></td><td><span class=\"badge %s\">%s</span></td><td>%.2f s</td><td>%llu</td><td>%zu/%zu</td><td>",
+            &b,
+            "</a></td><td><span class=\"badge %s\">%s</span></td><td class=\"t\">%.2f s</td><td class=\"t\">%llu</td>"
+            "<td class=\"t\">%zu/%zu</td><td>",
             badge_class(r), sc_outcome_word(r->outcome), r->duration_ms / 1000.0, (unsigned long long)r->seed,
             count_ok(r), r->nchecks);
         esc(&b, r->description);
@@ -652,10 +715,10 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
                       "#d32f2f\">&#9660; / dashed line: injected fault</span><span>&#9660; black: exit</span>"
                       "<span style=\"color:#1565c0\">&#9660; event &middot; line: world size</span></div>\n");
         /* the injected faults and events, as a list */
-        xbuf_puts(&b,
-                  "<details><summary>faults, exits and events</summary><table><tr><th>t (ms)</th><th>what</th></tr>");
+        xbuf_puts(&b, "<details><summary>faults, exits and events</summary><table><tr><th class=\"t\">t "
+                      "(ms)</th><th>what</th></tr>");
         for (size_t k = 0; k < r->nmarks; k++) {
-            xbuf_printf(&b, "<tr><td>%.0f</td><td>", r->marks[k].t_ms);
+            xbuf_printf(&b, "<tr><td class=\"t\">%.1f</td><td>", r->marks[k].t_ms);
             esc(&b, r->marks[k].label);
             xbuf_puts(&b, "</td></tr>");
         }
@@ -692,7 +755,11 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         }
         xbuf_puts(&b, "</section>\n");
     }
-    xbuf_puts(&b, "</main></body></html>\n");
+    /* the zoom buttons of the timelines: the SVG drawn N times as wide, in a
+     * box that scrolls */
+    xbuf_puts(&b, "</main><script>function zoom(b,n){var t=b.closest('.tl'),s=t.querySelector('svg');"
+                  "t.classList.toggle('zoomed',n>1);s.style.width=n>1?(n*s.getAttribute('width'))+'px':'';}"
+                  "</script></body></html>\n");
     int rc = write_file(path, b.data, b.len);
     xbuf_free(&b);
     return rc;
