@@ -38,7 +38,6 @@ double sr_now(const sc_run *r)
     return (double)(ev_now_ms() - r->t0_ms);
 }
 
-void sr_log(sc_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sr_log(sc_run *r, const char *fmt, ...)
 {
     char msg[2048];
@@ -55,8 +54,6 @@ void sr_log(sc_run *r, const char *fmt, ...)
         fprintf(stderr, "[%s %8.1f] %s\n", r->s->name, sr_now(r), msg);
 }
 
-void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
 void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
 {
     sc_result *res = &r->res;

@@ -11,17 +11,7 @@ rm -rf "$OUT" && mkdir -p "$OUT/sc"
 fail() { echo "FAIL: $*"; echo "---- output:"; cat "$OUT/log" 2>/dev/null; exit 1; }
 
 cp "$SRC/scenarios/happy_1.json" "$OUT/sc/pass_one.json"
-cat > "$OUT/sc/wrong_gpu.json" <<'J'
-{
-  "description": "expects two GPUs from one learner: must fail",
-  "time_scale": 0.01,
-  "learners": [{"name": "pool", "count": 1}],
-  "coordinator": {"rounds": 1},
-  "expect": {
-    "tasks": [{"name": "resource", "result": {"gpu": 2}}]
-  }
-}
-J
+cp "$SRC/tests/fixtures/wrong_gpu.json" "$OUT/sc/wrong_gpu.json"
 "$RS" -j 2 --quiet --out "$OUT/o" --junit "$OUT/j.xml" "$OUT/sc" > "$OUT/log" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "exit $rc, expected 1"
@@ -56,17 +46,7 @@ rc=$?
 grep -q "bad.json:3: learners\[0\].count: must be between 1 and 4096, not 0" "$OUT/bad.log" || fail "no file:line for the invalid file: $(cat "$OUT/bad.log")"
 grep -q "nothing was run" "$OUT/bad.log" || fail "did it run anyway?"
 # a window after the end of the run
-cat > "$OUT/late_window.json" <<'J'
-{
-  "description": "a window that starts after the run: must fail, saying so",
-  "time_scale": 0.01,
-  "learners": [{"name": "pool", "count": 1}],
-  "coordinator": {"rounds": 1},
-  "expect": {
-    "world_size": [{"never_above": 5, "from_ms": 9000}]
-  }
-}
-J
+cp "$SRC/tests/fixtures/late_window.json" "$OUT/late_window.json"
 "$RS" --quiet --out "$OUT/o" "$OUT/late_window.json" > "$OUT/win.log" 2>&1
 rc=$?
 [ $rc -eq 1 ] || fail "a window after the run: exit $rc, expected 1"

@@ -8,17 +8,7 @@ RS=$1 SRC=$2 OUT=$3
 rm -rf "$OUT" && mkdir -p "$OUT/sc"
 fail() { echo "FAIL: $*"; echo "---- output:"; cat "$OUT/log" 2>/dev/null; exit 1; }
 cp "$SRC/scenarios/happy_1.json" "$OUT/sc/pass_one.json"
-cat > "$OUT/sc/wrong_gpu.json" <<'J'
-{
-  "description": "expects two GPUs from one learner: must fail",
-  "time_scale": 0.01,
-  "learners": [{"name": "pool", "count": 1}],
-  "coordinator": {"rounds": 1},
-  "expect": {
-    "tasks": [{"name": "resource", "result": {"gpu": 2}}]
-  }
-}
-J
+cp "$SRC/tests/fixtures/wrong_gpu.json" "$OUT/sc/wrong_gpu.json"
 # the failure, then its replay: two folders, the first one untouched
 "$RS" --quiet --out "$OUT/o" --seed 5 "$OUT/sc/wrong_gpu.json" > "$OUT/log" 2>&1
 [ $? -eq 1 ] || fail "exit $?, expected 1"
