@@ -16,21 +16,11 @@ void sc_xml_escape(xbuf *b, const char *s, size_t len)
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '&':
-            xbuf_puts(b, "&amp;");
-            break;
-        case '<':
-            xbuf_puts(b, "&lt;");
-            break;
-        case '>':
-            xbuf_puts(b, "&gt;");
-            break;
-        case '"':
-            xbuf_puts(b, "&quot;");
-            break;
-        case '\'':
-            xbuf_puts(b, "&#39;");
-            break;
+        case '&': xbuf_puts(b, "&amp;"); break;
+        case '<': xbuf_puts(b, "&lt;"); break;
+        case '>': xbuf_puts(b, "&gt;"); break;
+        case '"': xbuf_puts(b, "&quot;"); break;
+        case '\'': xbuf_puts(b, "&#39;"); break;
         default:
             if (c < 0x20 && c != '\n' && c != '\t' && c != '\r')
                 xbuf_puts(b, "\xEF\xBF\xBD");
@@ -177,7 +167,18 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
         count[(unsigned)r->outcome & 3]++;
     }
     pass_rates(out, res, n);
-    fprintf(out, "\n%zu scenario%s in %.1f s\n", n, n == 1 ? "" : "s", wall_ms / 1000.0);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(res[k]->path, res[i]->path) != 0;
+        distinct += first;
+    }
+    if (distinct == n)
+        fprintf(out, "\n%zu scenario%s in %.1f s\n", n, n == 1 ? "" : "s", wall_ms / 1000.0);
+    else
+        fprintf(out, "\n%zu runs of %zu scenario%s in %.1f s\n", n, distinct, distinct == 1 ? "" : "s",
+                wall_ms / 1000.0);
     fprintf(out, "%zu passed, %zu failed", count[SC_PASSED], count[SC_FAILED]);
     if (count[SC_ERROR])
         fprintf(out, ", %zu error%s", count[SC_ERROR], count[SC_ERROR] == 1 ? "" : "s");

@@ -1,6 +1,6 @@
 /* sc_run: one run of one scenario (see sc_run.h).
  *
- * Phases, changed only by set_phase() (which logs them):
+ * Phases, changed only by sr_set_phase() (which logs them):
  *   OPERATOR   the mock operator is started (k8s mode) and its ready line
  *              awaited
  *   LEARNERS   the learner groups that start first, until all are ready

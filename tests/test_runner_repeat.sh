@@ -39,7 +39,7 @@ for d in pass_one-3 pass_one-3.2 pass_one-4 pass_one-4.2 wrong_gpu-3 wrong_gpu-3
 done
 grep -Eq "^  pass_one +4/4 passed \(100%\)$" "$OUT/log" || fail "no pass rate for pass_one"
 grep -Eq "^  wrong_gpu +0/4 passed \(0%\); failing seeds: 3 3 4 4$" "$OUT/log" || fail "no pass rate for wrong_gpu"
-grep -q "^8 scenarios in " "$OUT/log" || fail "no count of runs"
+grep -q "^8 runs of 2 scenarios in " "$OUT/log" || fail "no count of runs"
 
 # bad values
 "$RS" --seeds 5..3 "$OUT/sc" > "$OUT/log" 2>&1
