@@ -39,7 +39,11 @@ if(TARGET runner_core AND TARGET run_scenarios)
   file(GLOB DL_SCENARIOS ${CMAKE_SOURCE_DIR}/scenarios/*.json)
   foreach(f ${DL_SCENARIOS})
     get_filename_component(n ${f} NAME_WE)
-    add_test(NAME scenario_${n} COMMAND run_scenarios --quiet --out ${DL_RUNNER_OUT}/scenarios ${f})
+    # a fresh folder each time: the runner never overwrites an earlier run's
+    # folder, so repeated ctest runs would pile them up
+    add_test(NAME scenario_${n}
+             COMMAND sh -c "rm -rf \"$1\" && exec \"$2\" --quiet --out \"$1\" \"$3\"" sh
+                     ${DL_RUNNER_OUT}/scenarios/${n} $<TARGET_FILE:run_scenarios> ${f})
     set_tests_properties(scenario_${n} PROPERTIES TIMEOUT 120 LABELS scenario)
   endforeach()
 endif()
