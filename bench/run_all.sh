@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$ROOT/build-bench}
 OUT=${2:-$ROOT/bench/out}
-cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DWERROR=ON >/dev/null
+cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DWERROR=ON -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$B" -j "$(nproc)" --target agg_bench aggregator mock_learner >/dev/null
 mkdir -p "$OUT"
 CSV=$OUT/results.csv

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "proto.h"
+#include "util.h"
 #include "xalloc.h"
 
 #define HS_DEFAULT_BODY_LIMIT ((size_t)256 << 20)
@@ -1228,63 +1229,6 @@ static void on_sweep(ev_loop *loop, void *data)
 
 /* ---- server ---- */
 
-static int resolve(const char *host, int port, struct sockaddr_storage *ss, socklen_t *len, char *err, size_t errlen)
-{
-    memset(ss, 0, sizeof *ss);
-    struct sockaddr_in *in = (void *)ss;
-    struct sockaddr_in6 *in6 = (void *)ss;
-    if (inet_pton(AF_INET, host, &in->sin_addr) == 1) {
-        in->sin_family = AF_INET;
-        in->sin_port = htons((uint16_t)port);
-        *len = sizeof *in;
-        return 0;
-    }
-    if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)port);
-        *len = sizeof *in6;
-        return 0;
-    }
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    int rc = getaddrinfo(host, NULL, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "cannot resolve listen address '%s': %s", host, gai_strerror(rc));
-        return -1;
-    }
-    memcpy(ss, res->ai_addr, res->ai_addrlen);
-    *len = res->ai_addrlen;
-    if (ss->ss_family == AF_INET)
-        in->sin_port = htons((uint16_t)port);
-    else
-        in6->sin6_port = htons((uint16_t)port);
-    freeaddrinfo(res);
-    return 0;
-}
-
-static int open_listener(const char *host, int port, char *err, size_t errlen)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = 0;
-    if (resolve(host, port, &ss, &sl, err, errlen) < 0)
-        return -1;
-    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot create a socket for %s:%d: %s", host, port, strerror(errno));
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (ss.ss_family == AF_INET6)
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, SOMAXCONN) < 0) {
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, void *data, char *err, size_t errlen)
 {
     if (cfg->port < 0 || cfg->port > 65535) {
@@ -1303,7 +1247,7 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
             return NULL;
         }
     } else {
-        fd = open_listener(host, cfg->port, err, errlen);
+        fd = util_tcp_bind(host, cfg->port, SOMAXCONN, true, err, errlen);
         if (fd < 0)
             return NULL;
     }

@@ -296,7 +296,10 @@ void master_drop(master_conn *c, const char *why)
 
 static void conn_lost(master *m, master_conn *c, const char *why)
 {
-    LOG_WARN(c->name, "connection lost: %s", why);
+    if (strncmp(why, "connection lost", 15) == 0) /* the reason says it already */
+        LOG_WARN(c->name, "%s", why);
+    else
+        LOG_WARN(c->name, "connection lost: %s", why);
     c->dying = 1;
     conn_remove(m, c);
     fail_conn_tasks(m, c, why);

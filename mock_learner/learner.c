@@ -15,6 +15,7 @@
 #include "jsonx.h"
 #include "slave.h"
 #include "xalloc.h"
+#include "util.h"
 
 #define NAME_SLOTS 64    /* distinct task names counted per learner */
 #define NAME_LEN_MAX 256 /* longer names are counted under "(other)" */
@@ -79,32 +80,9 @@ struct learner {
  * to it is refused. */
 static int bind_socket(const char *host, int port, int *bound_port, char *err, size_t errlen)
 {
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "cannot resolve listen address '%s': %s", host, gai_strerror(rc));
+    int fd = util_tcp_bind(host, port, -1, true, err, errlen);
+    if (fd < 0)
         return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket() failed: %s (raise the open file limit?)", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, res->ai_addr, res->ai_addrlen) < 0) {
-        snprintf(err, errlen, "cannot bind %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
     struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {

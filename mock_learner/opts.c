@@ -9,6 +9,7 @@
 
 #include "fault.h"
 #include "xalloc.h"
+#include "util.h"
 
 #define DEFAULT_BATCH 8
 #define MAX_MS 86400000L
@@ -121,18 +122,16 @@ void opts_help(FILE *out)
 
 static bool parse_long(const char *flag, const char *s, long lo, long hi, long *out, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno == ERANGE || end == s || *end) {
+    int64_t v;
+    if (!util_parse_i64(s, LONG_MIN, LONG_MAX, &v)) {
         snprintf(err, errlen, "%s: '%.64s' is not an integer", flag, s);
         return false;
     }
     if (v < lo || v > hi) {
-        snprintf(err, errlen, "%s: %ld is out of range %ld..%ld", flag, v, lo, hi);
+        snprintf(err, errlen, "%s: %lld is out of range %ld..%ld", flag, (long long)v, lo, hi);
         return false;
     }
-    *out = v;
+    *out = (long)v;
     return true;
 }
 

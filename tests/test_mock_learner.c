@@ -30,6 +30,7 @@
 #include "testutil.h"
 #include "xalloc.h"
 #include "wrapexec.h"
+#include "util.h"
 
 #ifndef MOCK_LEARNER_PATH
 #error "MOCK_LEARNER_PATH must name the mock_learner executable"
@@ -520,16 +521,9 @@ static void learn_slice_of_wrong_length_or_type_fails_clearly(void **state)
 
 static char *read_file(const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    assert_non_null(fp);
-    xbuf b = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
-        xbuf_append(&b, buf, n);
-    fclose(fp);
-    xbuf_append(&b, "", 0);
-    return xbuf_take(&b);
+    char *t = util_read_file(path, (size_t)64 << 20, NULL, NULL);
+    assert_non_null(t);
+    return t;
 }
 
 static void dump_records_every_item_and_result_exactly(void **state)
