@@ -98,6 +98,7 @@ struct fault_set {
     int next_id;
     int learner_count;
     char *prefix;
+    int id_base; /* learner k is <prefix><id_base + k> */
     uint64_t seed;
 };
 
@@ -110,6 +111,11 @@ fault_set *fault_set_new(int learner_count, const char *id_prefix, uint64_t seed
     fs->prefix = xstrdup(id_prefix);
     fs->seed = seed;
     return fs;
+}
+
+void fault_set_id_base(fault_set *fs, int base)
+{
+    fs->id_base = base;
 }
 
 static void fault_release(fault *f)
@@ -159,16 +165,19 @@ int fault_learner_index(const fault_set *fs, const char *ref)
 {
     const char *digits = ref;
     size_t pl = strlen(fs->prefix);
-    if (strncmp(ref, fs->prefix, pl) == 0 && ref[pl] != '\0')
+    long base = 0; /* an id counts from id_base, an index from 0 */
+    if (strncmp(ref, fs->prefix, pl) == 0 && ref[pl] != '\0') {
         digits = ref + pl;
+        base = fs->id_base;
+    }
     if (*digits < '0' || *digits > '9' || (digits[0] == '0' && digits[1] != '\0'))
         return -1;
     char *end;
     errno = 0;
     long v = strtol(digits, &end, 10);
-    if (errno || *end || v < 0 || v >= fs->learner_count)
+    if (errno || *end || v < base || v - base >= fs->learner_count)
         return -1;
-    return (int)v;
+    return (int)(v - base);
 }
 
 /* ---- validation ---- */
@@ -246,8 +255,12 @@ static bool parse_fault(const fault_set *fs, const cJSON *spec, bool at_start, f
         } else if (cJSON_IsString(l)) {
             f->learner = fault_learner_index(fs, l->valuestring);
             if (f->learner < 0 || strncmp(l->valuestring, fs->prefix, strlen(fs->prefix)) != 0) {
-                snprintf(err, errlen, "\"learner\" \"%.64s\" names no learner (ids are %s0..%s%d, or \"all\")",
-                         l->valuestring, fs->prefix, fs->prefix, fs->learner_count - 1);
+                if (fs->learner_count == 1)
+                    snprintf(err, errlen, "\"learner\" \"%.64s\" names no learner (the id is %s%d, or \"all\")",
+                             l->valuestring, fs->prefix, fs->id_base);
+                else
+                    snprintf(err, errlen, "\"learner\" \"%.64s\" names no learner (ids are %s%d..%s%d, or \"all\")",
+                             l->valuestring, fs->prefix, fs->id_base, fs->prefix, fs->id_base + fs->learner_count - 1);
                 return false;
             }
         } else if (jsonx_get_i64(l, &idx)) {

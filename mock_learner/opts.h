@@ -17,6 +17,7 @@
 #define OPTS_MAX_COUNT 10000
 #define OPTS_MAX_BATCH 1000000
 #define OPTS_PREFIX_MAX 64
+#define OPTS_MAX_ID_BASE 1000000000
 
 typedef struct {
     int count;
@@ -28,6 +29,7 @@ typedef struct {
     int channel;
     long heartbeat_span_ms;   /* 3000 */
     const char *id_prefix;    /* "learner" */
+    int id_base;              /* learner k is <id_prefix><id_base + k> */
     const char *dump_path;    /* NULL: no dump */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */
