@@ -13,6 +13,7 @@
 
 #include "jsonx.h"
 #include "sc_jpos.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 #define MAX_ERRORS 50
@@ -110,26 +111,10 @@ int sc_scenario_group_of(const sc_scenario *s, int learner)
 
 /* ---- typed getters ---- */
 
+/* The shared "did you mean" distance (suggest.h). */
 static size_t edit_distance(const char *a, const char *b)
 {
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c)
-                c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c)
-                c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
+    return suggest_distance(a, b);
 }
 
 /* Reports every key of obj not in allowed (NULL-terminated). */
@@ -143,15 +128,7 @@ static void check_keys(vctx *v, const cJSON *obj, const char *path, const char *
         if (ok)
             continue;
         char *p = jpath(path, it->string);
-        const char *best = NULL;
-        size_t bd = 3;
-        for (size_t i = 0; allowed[i]; i++) {
-            size_t d = edit_distance(it->string, allowed[i]);
-            if (d < bd) {
-                bd = d;
-                best = allowed[i];
-            }
-        }
+        const char *best = suggest_nearest(it->string, allowed, 2);
         xbuf keys = {0};
         for (size_t i = 0; allowed[i]; i++)
             xbuf_printf(&keys, "%s%s", i ? ", " : "", allowed[i]);

@@ -582,6 +582,29 @@ static void bad_configuration_exits_2_naming_the_field(void **state)
     proc_free(&p);
 }
 
+/* A typo in a key used to start an aggregator with 0 learners (exit 0). */
+static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
+{
+    fx *f = *state;
+    char cfgp[300], log[300];
+    snprintf(cfgp, sizeof cfgp, "%s/typo.json", f->dir);
+    snprintf(log, sizeof log, "%s/typo.log", f->dir);
+    FILE *fp = fopen(cfgp, "w");
+    fputs("{\n  \"slave\": {\"host\": \"127.0.0.1\", \"port\": 0},\n  \"lerner\": {\"l0\": [\"l0\", \"127.0.0.1\", 1]}\n}\n", fp);
+    fclose(fp);
+    args a = {0};
+    arg(&a, "%s", AGGREGATOR_BIN);
+    arg(&a, "--config=%s", cfgp);
+    proc p;
+    assert_true(proc_start(&p, a.v, NULL, log));
+    args_free(&a);
+    assert_int_equal(proc_wait(&p, 5000), 2);
+    char want[400];
+    snprintf(want, sizeof want, "%s:3: unknown field \"lerner\" (did you mean \"learner\"?)", cfgp);
+    assert_true(log_has(log, want));
+    proc_free(&p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -603,6 +626,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(sigterm_mid_task_fails_it_and_exits_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_are_served_in_prometheus_text, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_exits_2_naming_the_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(misspelled_config_key_exits_2_naming_it_with_its_line, setup, teardown),
     };
     return cmocka_run_group_tests_name("aggregator_e2e", tests, NULL, NULL);
 }
