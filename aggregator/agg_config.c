@@ -13,6 +13,7 @@
 
 #include "jpos.h"
 #include "jsonx.h"
+#include "slave.h"
 #include "suggest.h"
 #include "xalloc.h"
 
@@ -53,6 +54,7 @@ void agg_config_free(agg_config *cfg)
     free(cfg->k8s_namespace);
     free(cfg->k8s_name);
     free(cfg->k8s_api);
+    slave_allow_free(cfg->allow_master);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -350,6 +352,13 @@ static void usage(FILE *out)
             "                             (default http://MASTER_HOST:MASTER_PORT)\n"
             "  --learner ID=HOST:PORT     a learner to connect to (repeatable; after the file's)\n"
             "  --channel N                protocol channel (0)\n"
+            "  --allow-master ADDR[/PREFIX],...\n"
+            "                             who may connect as the coordinator (repeatable; IPv4\n"
+            "                             and IPv6): a /connect from another address, or naming\n"
+            "                             a master address (an IP literal) outside the list, is\n"
+            "                             refused with 403 (code 503). Default: anyone, as in\n"
+            "                             DI-engine, with a warning when --slave-host is not\n"
+            "                             loopback\n"
             "  --max-retry-ms MS          window to join each learner (60000)\n"
             "  --retry-interval-ms MS     between join attempts (2000)\n"
             "  --heartbeat-span-ms MS     our heartbeats to the coordinator (3000)\n"
@@ -379,7 +388,8 @@ static void usage(FILE *out)
 enum {
     O_CONFIG = 256, O_SLAVE_HOST, O_SLAVE_PORT, O_MASTER_HOST, O_MASTER_PORT, O_ADVERTISE, O_LEARNER, O_CHANNEL,
     O_MAX_RETRY, O_RETRY_INTERVAL, O_HB_SPAN, O_HB_TOL, O_HB_CHECK, O_DEADLINE, O_SYNC, O_OP_TIMEOUT, O_RETRIES,
-    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION
+    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION,
+    O_ALLOW_MASTER
 };
 
 static const struct option options[] = {
@@ -406,6 +416,7 @@ static const struct option options[] = {
     {"body-limit", required_argument, NULL, O_BODY_LIMIT},
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {NULL, 0, NULL, 0},
@@ -558,6 +569,16 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
                 return AGG_CONFIG_ERROR;
             }
             break;
+        case O_ALLOW_MASTER: {
+            if (!cfg->allow_master)
+                cfg->allow_master = slave_allow_new();
+            char e2[300];
+            if (slave_allow_add(cfg->allow_master, optarg, e2, sizeof e2) < 0) {
+                snprintf(err, errlen, "--allow-master: %s", e2);
+                return AGG_CONFIG_ERROR;
+            }
+            break;
+        }
         case O_HELP:
             usage(stdout);
             return AGG_CONFIG_EXIT;

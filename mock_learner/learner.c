@@ -505,6 +505,7 @@ static int start_listening(learner *l, char *err, size_t errlen)
     sc.channel = l->env.channel;
     sc.heartbeat_span_ms = l->env.heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
+    sc.allow_master = l->env.allow_master;
     sc.raw_depth = 2;   /* each learn data item stays raw text, */
     sc.raw_refs = true; /* validated in the body, not copied */
     slave_callbacks cbs = {

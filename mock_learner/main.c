@@ -152,6 +152,7 @@ int main(int argc, char **argv)
         .host = a.o.host,
         .channel = a.o.channel,
         .heartbeat_span_ms = a.o.heartbeat_span_ms,
+        .allow_master = a.o.allow_master,
     };
     a.learners = xcalloc((size_t)a.o.count, sizeof *a.learners);
     for (int k = 0; k < a.o.count; k++) {

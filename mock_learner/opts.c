@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "fault.h"
+#include "slave.h"
 #include "xalloc.h"
 
 #define DEFAULT_BATCH 8
@@ -15,7 +16,7 @@
 
 enum {
     O_COUNT = 256, O_BASE_PORT, O_HOST, O_BATCH, O_BATCHES, O_LEARN, O_LEARNS, O_CONTROL, O_CHANNEL, O_HB,
-    O_PREFIX, O_ID_BASE, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION,
+    O_PREFIX, O_ID_BASE, O_ALLOW_MASTER, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION,
 };
 
 static const struct option long_opts[] = {
@@ -31,6 +32,7 @@ static const struct option long_opts[] = {
     {"heartbeat-span-ms", required_argument, NULL, O_HB},
     {"id-prefix", required_argument, NULL, O_PREFIX},
     {"id-base", required_argument, NULL, O_ID_BASE},
+    {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
     {"dump", required_argument, NULL, O_DUMP},
     {"seed", required_argument, NULL, O_SEED},
     {"fault", required_argument, NULL, O_FAULT},
@@ -69,6 +71,12 @@ void opts_help(FILE *out)
             "                          the learners are learner4, learner5, ..., so that several\n"
             "                          processes give unique ids; faults and the control API\n"
             "                          name a learner by its index (from 0) or its id\n"
+            "  --allow-master ADDR[/PREFIX],...\n"
+            "                          who may connect as master (repeatable; IPv4 and IPv6):\n"
+            "                          a /connect from another address, or naming a master\n"
+            "                          address (an IP literal) outside the list, is refused\n"
+            "                          with 403 (code 503). Default: anyone, with a warning\n"
+            "                          when --host is not loopback\n"
             "  --dump FILE             append JSON lines: each learn data item received and each\n"
             "                          result sent\n"
             "  --seed S                seed of the fault draws (\"prob\"; default 0)\n"
@@ -252,6 +260,16 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
                 return -1;
             o->id_base = (int)v;
             break;
+        case O_ALLOW_MASTER: {
+            if (!o->allow_master)
+                o->allow_master = slave_allow_new();
+            char e2[300];
+            if (slave_allow_add(o->allow_master, optarg, e2, sizeof e2) < 0) {
+                snprintf(err, errlen, "--allow-master: %s", e2);
+                return -1;
+            }
+            break;
+        }
         case O_DUMP:
             if (!*optarg) {
                 snprintf(err, errlen, "--dump: the file name is empty");
@@ -357,5 +375,6 @@ void opts_free(opts *o)
     free(o->batch_sizes);
     free(o->learn_times_ms);
     free(o->faults);
+    slave_allow_free(o->allow_master);
     memset(o, 0, sizeof *o);
 }

@@ -31,6 +31,7 @@ typedef struct {
     const char *id_prefix;    /* "learner" */
     int id_base;              /* learner k is <id_prefix><id_base + k> */
     const char *dump_path;    /* NULL: no dump */
+    struct slave_allow *allow_master; /* --allow-master (owned); NULL: anyone */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */
     size_t nfaults;

@@ -582,6 +582,59 @@ static void bad_configuration_exits_2_naming_the_field(void **state)
     proc_free(&p);
 }
 
+/* --allow-master: a coordinator from elsewhere is refused with 403 and the
+ * envelope (code 503) naming its address, and never becomes the master. */
+static void allow_master_refuses_a_coordinator_from_another_address(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=192.0.2.0/24,2001:db8::/32", NULL});
+    char out[300], cmd[800];
+    snprintf(out, sizeof out, "%s/connect.json", f->dir);
+    snprintf(cmd, sizeof cmd,
+             "curl -s -o '%s' -w '%%{http_code}' -X POST -H 'Channel: 0' -H 'Token: t' "
+             "-d '{\"master\": {\"address\": \"http://192.0.2.1:1\"}}' http://127.0.0.1:%d/connect "
+             "| grep -qx 403",
+             out, f->slave_port);
+    assert_int_equal(system(cmd), 0);
+    assert_true(log_has(out, "\"code\":503"));
+    assert_true(log_has(out, "\"success\":false"));
+    assert_true(log_has(out, "Connection refused: the peer address 127.0.0.1 is not allowed"));
+    /* the mock coordinator cannot connect either (its connect is final) */
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\"}]}", NULL), 1);
+    char log[300];
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_true(log_has(log, "refused: the peer address 127.0.0.1 is not in the allowed masters (192.0.2.0/24, "
+                             "2001:db8::/32)"));
+}
+
+static void allow_master_lets_a_listed_coordinator_work_as_before(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=10.0.0.0/8", "--allow-master=127.0.0.1,::1", NULL});
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}]}",
+                                NULL),
+                     0);
+}
+
+static void bad_allow_master_exits_2_naming_the_entry(void **state)
+{
+    fx *f = *state;
+    char log[300];
+    snprintf(log, sizeof log, "%s/bad_allow.log", f->dir);
+    args a = {0};
+    arg(&a, "%s", AGGREGATOR_BIN);
+    arg(&a, "--allow-master=127.0.0.1,10.0.0.0/40");
+    proc p;
+    assert_true(proc_start(&p, a.v, NULL, log));
+    args_free(&a);
+    assert_int_equal(proc_wait(&p, 5000), 2);
+    assert_true(log_has(log, "--allow-master: '10.0.0.0/40': the prefix must be a number from 0 to 32 for an IPv4 "
+                             "address"));
+    proc_free(&p);
+}
+
 /* A typo in a key used to start an aggregator with 0 learners (exit 0). */
 static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
 {
@@ -627,6 +680,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(metrics_are_served_in_prometheus_text, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_exits_2_naming_the_field, setup, teardown),
         cmocka_unit_test_setup_teardown(misspelled_config_key_exits_2_naming_it_with_its_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_refuses_a_coordinator_from_another_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_lets_a_listed_coordinator_work_as_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_allow_master_exits_2_naming_the_entry, setup, teardown),
     };
     return cmocka_run_group_tests_name("aggregator_e2e", tests, NULL, NULL);
 }

@@ -1032,6 +1032,102 @@ static void id_base_numbers_the_learners_from_the_base(void **state)
     free(got);
 }
 
+/* ---- tests: who may connect (--allow-master) ---- */
+
+/* POST /connect to learner k at host (an address literal) naming
+ * master_address in the body. */
+static tu_reply raw_connect(fx *f, const char *host, int k, const char *master_address)
+{
+    char url[128], body[300];
+    snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%d/connect" : "http://%s:%d/connect", host,
+             f->p.ports[k]);
+    snprintf(body, sizeof body, "{\"master\": {\"address\": \"%s\"}, \"data\": {}}", master_address);
+    return tu_http(f->loop, f->client, "POST", url, "some-token", 0, body);
+}
+
+static void expect_refused(tu_reply *r, const char *names)
+{
+    if (r->status != 403 || r->code != 503 || !r->message || !strstr(r->message, names))
+        print_error("got %ld %s, want 403 code 503 naming %s\n", r->status, r->body ? r->body : r->error, names);
+    assert_int_equal(r->status, 403);
+    assert_int_equal(r->code, 503);
+    assert_int_equal(r->success, 0);
+    assert_non_null(strstr(r->message, names));
+    assert_non_null(strstr(r->message, "is not allowed to be this slave's master"));
+}
+
+static void allow_master_refuses_a_connect_from_a_peer_outside_the_list(void **state)
+{
+    fx *f = *state;
+    start(f, 1, "--allow-master", "192.0.2.0/24", "--allow-master", "2001:db8::/32", NULL);
+    tu_reply r = raw_connect(f, "127.0.0.1", 0, "http://192.0.2.1:1");
+    expect_refused(&r, "the peer address 127.0.0.1");
+    tu_reply_free(&r);
+    /* the master library sees the refusal as a final answer */
+    conn_out o;
+    assert_null(try_connect(f, 0, &o));
+    assert_non_null(strstr(o.error, "403"));
+    assert_non_null(strstr(o.error, "127.0.0.1"));
+    cJSON *st = learner_state(f, 0);
+    assert_false(cJSON_IsTrue(jsonx_get(st, "connected")));
+    cJSON_Delete(st);
+    stop_clean(f);
+}
+
+static void allow_master_refuses_a_master_address_outside_the_list(void **state)
+{
+    fx *f = *state;
+    start(f, 1, "--allow-master", "127.0.0.0/8", NULL);
+    tu_reply r = raw_connect(f, "127.0.0.1", 0, "http://10.9.8.7:1234");
+    expect_refused(&r, "the master address host 10.9.8.7");
+    tu_reply_free(&r);
+    r = raw_connect(f, "127.0.0.1", 0, "http://[2001:db8::5]:1234/");
+    expect_refused(&r, "the master address host 2001:db8::5");
+    tu_reply_free(&r);
+    /* a name is not resolved, so it is not in any list */
+    r = raw_connect(f, "127.0.0.1", 0, "http://localhost:1234");
+    expect_refused(&r, "the master address host localhost");
+    tu_reply_free(&r);
+    /* a master within the list connects and works as before */
+    master_conn *c = connect_learner(f, 0);
+    expect_completed(f, c, "{\"name\": \"resource\"}", "{\"gpu\":1}");
+    stop_clean(f);
+}
+
+static bool ipv6_loopback_works(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+static void allow_master_matches_ipv6_peers(void **state)
+{
+    fx *f = *state;
+    if (!ipv6_loopback_works())
+        skip();
+    start(f, 2, "--host", "::1", "--allow-master", "::1/128,127.0.0.1", NULL);
+    /* from ::1, naming an address outside the list: refused by the second check */
+    tu_reply r = raw_connect(f, "::1", 0, "http://[2001:db8::1]:9");
+    expect_refused(&r, "the master address host 2001:db8::1");
+    tu_reply_free(&r);
+    /* from ::1, naming ::1: accepted (its heartbeats then fail: nothing listens) */
+    r = raw_connect(f, "::1", 1, "http://[::1]:9");
+    if (r.status != 200)
+        print_error("got %ld %s\n", r.status, r.body ? r.body : r.error);
+    assert_int_equal(r.status, 200);
+    tu_reply_free(&r);
+    stop_clean(f);
+    start(f, 1, "--host", "::1", "--allow-master", "127.0.0.0/8", NULL);
+    r = raw_connect(f, "::1", 0, "http://127.0.0.1:9");
+    expect_refused(&r, "the peer address ::1");
+    tu_reply_free(&r);
+    stop_clean(f);
+}
+
 static void control_api_rejects_bad_input_naming_the_problem(void **state)
 {
     fx *f = *state;
@@ -1137,6 +1233,12 @@ static void usage_errors_exit_2_naming_the_flag(void **state)
                        "exclude each other");
     expect_usage_error((const char *[]){"--count", "1", "--id-prefix", "a b", NULL}, "--id-prefix");
     expect_usage_error((const char *[]){"--count", "1", "--log-level", "loud", NULL}, "--log-level");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "10.0.0.0/33", NULL},
+                       "--allow-master: '10.0.0.0/33': the prefix must be a number from 0 to 32 for an IPv4 address");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "coordinator.svc", NULL},
+                       "--allow-master: 'coordinator.svc' is not an IPv4 or IPv6 address");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "", NULL}, "--allow-master: '': an empty entry");
+    expect_usage_error((const char *[]){"--count", "1", "--id-base", "-1", NULL}, "--id-base: -1 is out of range");
     expect_usage_error((const char *[]){"--count", "1", "--frobnicate", NULL}, "unknown flag '--frobnicate'");
     expect_usage_error((const char *[]){"--count", "1", "--seed", NULL}, "--seed: a value is missing");
     expect_usage_error((const char *[]){"--count", "1", "extra", NULL}, "unexpected argument 'extra'");
@@ -1174,7 +1276,7 @@ static void help_lists_every_flag_and_fault_kind(void **state)
     run_result rr = run_to_end((const char *[]){"--help", NULL});
     assert_int_equal(rr.code, 0);
     const char *flags[] = {"--count", "--base-port", "--host", "--batch-size", "--batch-sizes", "--learn-time-ms",
-                           "--learn-times-ms", "--control-port", "--channel", "--heartbeat-span-ms", "--id-prefix", "--id-base",
+                           "--learn-times-ms", "--control-port", "--channel", "--heartbeat-span-ms", "--id-prefix", "--id-base", "--allow-master",
                            "--dump", "--seed", "--fault", "--log-level", "--log-format", "--help", "--version"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         char needle[64];
@@ -1335,6 +1437,9 @@ int main(void)
         T(refuse_fault_keeps_the_port_closed_until_resumed),
         T(fail_fault_fires_only_at_the_kth_task_of_its_learner),
         T(id_base_numbers_the_learners_from_the_base),
+        T(allow_master_refuses_a_connect_from_a_peer_outside_the_list),
+        T(allow_master_refuses_a_master_address_outside_the_list),
+        T(allow_master_matches_ipv6_peers),
         T(prob_faults_repeat_with_the_same_seed),
         T(die_fault_removes_one_learner_and_the_others_go_on),
         T(delay_fault_reports_that_much_later),
