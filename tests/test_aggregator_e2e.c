@@ -299,6 +299,31 @@ static void happy_path_with_four_learners_checks_split_and_merge(void **state)
     assert_int_equal(proc_stop(&f->agg, 3000), 0);
 }
 
+/* Two mock_learner processes, the second with --id-base 2, append to one
+ * dump: the ids stay unique, so the coordinator's dump checks hold. */
+static void two_learner_processes_with_id_base_share_one_dump(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_learners(f, "learner", 2, (const char *[]){"--id-base=2", NULL});
+    assert_string_equal(f->ids[2], "learner2");
+    assert_string_equal(f->ids[3], "learner3");
+    start_agg(f, NULL);
+    char dump[300];
+    snprintf(dump, sizeof dump, "--dump=%s/dump-learner.jsonl", f->dir);
+    assert_int_equal(coordinate(f,
+                                "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 4}}}, "
+                                "{\"name\": \"learner_start_task\"}, {\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"expect\": "
+                                "{\"fields\": {\"info.learner_id\": [\"learner0\", \"learner1\", \"learner2\", \"learner3\"]}}}, "
+                                "{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}, {\"name\": \"learner_close_task\"}]}",
+                                (const char *const[]){dump, NULL}),
+                     0);
+    /* the checks ran: both rounds' merges were recomputed from the dump */
+    char log[300];
+    snprintf(log, sizeof log, "%s/coordinator%d.log", f->dir, f->nlog);
+    assert_true(log_has(log, "dumps: 4 learners, 2 learn rounds sent, 2 merges"));
+}
+
 static void resource_is_the_sum_and_unknown_task_fails(void **state)
 {
     fx *f = *state;
@@ -663,6 +688,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(happy_path_with_four_learners_checks_split_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(resource_is_the_sum_and_unknown_task_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_learner_processes_with_id_base_share_one_dump, setup, teardown),
         cmocka_unit_test_setup_teardown(learn_data_of_the_wrong_length_fails_and_says_both_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world, setup,
                                         teardown),
