@@ -569,16 +569,10 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
                 return AGG_CONFIG_ERROR;
             }
             break;
-        case O_ALLOW_MASTER: {
-            if (!cfg->allow_master)
-                cfg->allow_master = slave_allow_new();
-            char e2[300];
-            if (slave_allow_add(cfg->allow_master, optarg, e2, sizeof e2) < 0) {
-                snprintf(err, errlen, "--allow-master: %s", e2);
+        case O_ALLOW_MASTER:
+            if (slave_allow_flag(&cfg->allow_master, optarg, err, errlen) < 0)
                 return AGG_CONFIG_ERROR;
-            }
             break;
-        }
         case O_HELP:
             usage(stdout);
             return AGG_CONFIG_EXIT;

@@ -195,6 +195,17 @@ bad:
     return -1;
 }
 
+int slave_allow_flag(slave_allow **list, const char *value, char *err, size_t errlen)
+{
+    if (!*list)
+        *list = slave_allow_new();
+    char e[300];
+    if (slave_allow_add(*list, value, e, sizeof e) == 0)
+        return 0;
+    snprintf(err, errlen, "--allow-master: %s", e);
+    return -1;
+}
+
 bool slave_allow_has(const slave_allow *a, const char *ip)
 {
     int family;

@@ -42,6 +42,9 @@ void slave_allow_free(slave_allow *a);
  * that address alone; host bits under the prefix are ignored). -1 with a
  * message naming the entry and what is wrong in err (nothing is added). */
 int slave_allow_add(slave_allow *a, const char *spec, char *err, size_t errlen);
+/* A program's --allow-master flag (repeatable): *list is made on first use;
+ * -1 with "--allow-master: ..." in err. */
+int slave_allow_flag(slave_allow **list, const char *value, char *err, size_t errlen);
 size_t slave_allow_count(const slave_allow *a);
 /* Whether ip (an IPv4 or IPv6 literal, IPv6 possibly in brackets) is in the
  * list; false for anything else (a host name). */

@@ -260,16 +260,10 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
                 return -1;
             o->id_base = (int)v;
             break;
-        case O_ALLOW_MASTER: {
-            if (!o->allow_master)
-                o->allow_master = slave_allow_new();
-            char e2[300];
-            if (slave_allow_add(o->allow_master, optarg, e2, sizeof e2) < 0) {
-                snprintf(err, errlen, "--allow-master: %s", e2);
+        case O_ALLOW_MASTER:
+            if (slave_allow_flag(&o->allow_master, optarg, err, errlen) < 0)
                 return -1;
-            }
             break;
-        }
         case O_DUMP:
             if (!*optarg) {
                 snprintf(err, errlen, "--dump: the file name is empty");

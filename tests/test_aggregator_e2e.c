@@ -587,24 +587,50 @@ static void metrics_are_served_in_prometheus_text(void **state)
     assert_true(log_has(out, "dilearn_bytes_received_total"));
 }
 
-static void bad_configuration_exits_2_naming_the_field(void **state)
+/* Runs the aggregator with a config file of this text (if any) and a flag
+ * (if any): it must exit 2 and its log contain want, after the config's
+ * path when with_path. */
+static void expect_exit_2(fx *f, const char *name, const char *config_text, const char *flag, bool with_path,
+                          const char *want)
 {
-    fx *f = *state;
     char cfgp[300], log[300];
-    snprintf(cfgp, sizeof cfgp, "%s/bad.json", f->dir);
-    snprintf(log, sizeof log, "%s/bad.log", f->dir);
-    FILE *fp = fopen(cfgp, "w");
-    fputs("{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", fp);
-    fclose(fp);
+    snprintf(cfgp, sizeof cfgp, "%s/%s.json", f->dir, name);
+    snprintf(log, sizeof log, "%s/%s.log", f->dir, name);
     args a = {0};
     arg(&a, "%s", AGGREGATOR_BIN);
-    arg(&a, "--config=%s", cfgp);
+    if (config_text) {
+        FILE *fp = fopen(cfgp, "w");
+        assert_non_null(fp);
+        fputs(config_text, fp);
+        fclose(fp);
+        arg(&a, "--config=%s", cfgp);
+    }
+    if (flag)
+        arg(&a, "%s", flag);
     proc p;
     assert_true(proc_start(&p, a.v, NULL, log));
     args_free(&a);
     assert_int_equal(proc_wait(&p, 5000), 2);
-    assert_true(log_has(log, "field \"master.port\" must be an integer from 0 to 65535"));
+    char w[600];
+    snprintf(w, sizeof w, "%s%s", with_path ? cfgp : "", want);
+    if (!log_has(log, w))
+        proc_show_log(&p, 5);
+    assert_true(log_has(log, w));
     proc_free(&p);
+}
+
+static void bad_configuration_exits_2_naming_the_field(void **state)
+{
+    expect_exit_2(*state, "bad", "{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", NULL, false,
+                  "field \"master.port\" must be an integer from 0 to 65535");
+}
+
+/* A typo in a key used to start an aggregator with 0 learners (exit 0). */
+static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
+{
+    expect_exit_2(*state, "typo",
+                  "{\n  \"slave\": {\"host\": \"127.0.0.1\", \"port\": 0},\n  \"lerner\": {\"l0\": [\"l0\", \"127.0.0.1\", 1]}\n}\n",
+                  NULL, true, ":3: unknown field \"lerner\" (did you mean \"learner\"?)");
 }
 
 /* --allow-master: a coordinator from elsewhere is refused with 403 and the
@@ -645,42 +671,8 @@ static void allow_master_lets_a_listed_coordinator_work_as_before(void **state)
 
 static void bad_allow_master_exits_2_naming_the_entry(void **state)
 {
-    fx *f = *state;
-    char log[300];
-    snprintf(log, sizeof log, "%s/bad_allow.log", f->dir);
-    args a = {0};
-    arg(&a, "%s", AGGREGATOR_BIN);
-    arg(&a, "--allow-master=127.0.0.1,10.0.0.0/40");
-    proc p;
-    assert_true(proc_start(&p, a.v, NULL, log));
-    args_free(&a);
-    assert_int_equal(proc_wait(&p, 5000), 2);
-    assert_true(log_has(log, "--allow-master: '10.0.0.0/40': the prefix must be a number from 0 to 32 for an IPv4 "
-                             "address"));
-    proc_free(&p);
-}
-
-/* A typo in a key used to start an aggregator with 0 learners (exit 0). */
-static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
-{
-    fx *f = *state;
-    char cfgp[300], log[300];
-    snprintf(cfgp, sizeof cfgp, "%s/typo.json", f->dir);
-    snprintf(log, sizeof log, "%s/typo.log", f->dir);
-    FILE *fp = fopen(cfgp, "w");
-    fputs("{\n  \"slave\": {\"host\": \"127.0.0.1\", \"port\": 0},\n  \"lerner\": {\"l0\": [\"l0\", \"127.0.0.1\", 1]}\n}\n", fp);
-    fclose(fp);
-    args a = {0};
-    arg(&a, "%s", AGGREGATOR_BIN);
-    arg(&a, "--config=%s", cfgp);
-    proc p;
-    assert_true(proc_start(&p, a.v, NULL, log));
-    args_free(&a);
-    assert_int_equal(proc_wait(&p, 5000), 2);
-    char want[400];
-    snprintf(want, sizeof want, "%s:3: unknown field \"lerner\" (did you mean \"learner\"?)", cfgp);
-    assert_true(log_has(log, want));
-    proc_free(&p);
+    expect_exit_2(*state, "bad_allow", NULL, "--allow-master=127.0.0.1,10.0.0.0/40", false,
+                  "--allow-master: '10.0.0.0/40': the prefix must be a number from 0 to 32 for an IPv4 address");
 }
 
 int main(void)
