@@ -1121,6 +1121,7 @@ static void allow_master_matches_ipv6_peers(void **state)
     assert_int_equal(r.status, 200);
     tu_reply_free(&r);
     stop_clean(f);
+    proc_free(&f->p);
     start(f, 1, "--host", "::1", "--allow-master", "127.0.0.0/8", NULL);
     r = raw_connect(f, "::1", 0, "http://127.0.0.1:9");
     expect_refused(&r, "the peer address ::1");
