@@ -103,7 +103,7 @@ static size_t learner_index(mcd_set *d, const char *name, const char *file)
     bool elsewhere = false;
     for (size_t i = 0; i < d->nlearners; i++)
         if (strcmp(d->learners[i].name, name) == 0) {
-            if (d->learners[i].file == file)
+            if (strcmp(d->learners[i].file, file) == 0)
                 return i;
             elsewhere = true;
         }
