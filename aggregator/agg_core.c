@@ -852,6 +852,7 @@ static slave *make_slave(agg *a, const agg_config *cfg, char *err, size_t errlen
     sc.channel = cfg->channel;
     sc.heartbeat_span_ms = cfg->heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
+    sc.allow_master = cfg->allow_master;
     sc.retries = cfg->request_retries;
     sc.retry_wait_ms = cfg->request_retry_wait_ms;
     sc.raw_depth = 2;   /* learn data items stay raw text ... */

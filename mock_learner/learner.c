@@ -38,6 +38,7 @@ typedef struct {
     bool hung;
     bool complete; /* normal report: complete, else fail */
     bool learn_ok; /* a valid learn task: the iteration advances */
+    unsigned long learn_n; /* a learn task: its number on this learner (1-based); else 0 */
     cJSON *result; /* the learner's own result */
     fault_plan plan;
 } work;
@@ -254,7 +255,8 @@ static cJSON *answer(learner *l, const char *name, const cJSON *data, const faul
         }
         int n = cJSON_GetArraySize(items);
         l->learn_items += (unsigned long)n;
-        dump_learn_items(l->env.dump, l->id, l->learn_tasks, items);
+        l->cur.learn_n = l->learn_tasks;
+        dump_learn_items(l->env.dump, l->id, l->cur.id, l->learn_tasks, items);
         if (n != l->batch_size) {
             *complete = false;
             return fail_message("%s: learn data has %d items, expected batch size %d", l->id, n, l->batch_size);
@@ -317,12 +319,12 @@ static void on_work_done(ev_loop *loop, void *data)
         char *body = report_body(w->id, text, mal);
         size_t len = strlen(body);
         cJSON_Delete(res);
-        dump_result(l->env.dump, l->id, w->name, kind, text);
+        dump_result(l->env.dump, l->id, w->id, w->name, w->learn_n, kind, text);
         /* truncated: half the bytes under a Content-Length of all of them */
         rc = slave_task_report_raw(l->slave, w->id, path, body, mal ? len : len / 2, mal ? 0 : len);
     } else {
         kind = complete ? "complete" : "fail";
-        dump_result(l->env.dump, l->id, w->name, kind, text);
+        dump_result(l->env.dump, l->id, w->id, w->name, w->learn_n, kind, text);
         rc = complete ? slave_task_complete(l->slave, w->id, res) : slave_task_fail(l->slave, w->id, res);
     }
     if (rc < 0)
@@ -454,10 +456,10 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
         jsonx_unref(own, slave_task_text(l->slave));
         data = own;
     }
-    w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
-    cJSON_Delete(own);
     w->id = xstrdup(task_id);
     w->name = xstrdup(cname);
+    w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
+    cJSON_Delete(own);
     w->plan = plan;
     if (plan.die || plan.drop)
         return; /* accepted; the learner goes before it can report */
@@ -483,6 +485,7 @@ static int start_listening(learner *l, char *err, size_t errlen)
     sc.channel = l->env.channel;
     sc.heartbeat_span_ms = l->env.heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
+    sc.allow_master = l->env.allow_master;
     sc.raw_depth = 2;   /* each learn data item stays raw text, */
     sc.raw_refs = true; /* validated in the body, not copied */
     slave_callbacks cbs = {

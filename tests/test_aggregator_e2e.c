@@ -409,6 +409,31 @@ static void happy_path_with_four_learners_checks_split_and_merge(void **state)
     assert_int_equal(proc_stop(&f->agg, 3000), 0);
 }
 
+/* Two mock_learner processes, the second with --id-base 2, append to one
+ * dump: the ids stay unique, so the coordinator's dump checks hold. */
+static void two_learner_processes_with_id_base_share_one_dump(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_learners(f, "learner", 2, (const char *[]){"--id-base=2", NULL});
+    assert_string_equal(f->ids[2], "learner2");
+    assert_string_equal(f->ids[3], "learner3");
+    start_agg(f, NULL);
+    char dump[300];
+    snprintf(dump, sizeof dump, "--dump=%s/dump-learner.jsonl", f->dir);
+    assert_int_equal(coordinate(f,
+                                "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 4}}}, "
+                                "{\"name\": \"learner_start_task\"}, {\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"expect\": "
+                                "{\"fields\": {\"info.learner_id\": [\"learner0\", \"learner1\", \"learner2\", \"learner3\"]}}}, "
+                                "{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}, {\"name\": \"learner_close_task\"}]}",
+                                (const char *const[]){dump, NULL}),
+                     0);
+    /* the checks ran: both rounds' merges were recomputed from the dump */
+    char log[300];
+    snprintf(log, sizeof log, "%s/coordinator%d.log", f->dir, f->nlog);
+    assert_true(log_has(log, "dumps: 4 learners, 2 learn rounds sent, 2 merges"));
+}
+
 static void resource_is_the_sum_and_unknown_task_fails(void **state)
 {
     fx *f = *state;
@@ -1058,24 +1083,92 @@ static void operator_syncs_are_told_by_events(void **state)
 }
 #endif
 
-static void bad_configuration_exits_2_naming_the_field(void **state)
+/* Runs the aggregator with a config file of this text (if any) and a flag
+ * (if any): it must exit 2 and its log contain want, after the config's
+ * path when with_path. */
+static void expect_exit_2(fx *f, const char *name, const char *config_text, const char *flag, bool with_path,
+                          const char *want)
 {
-    fx *f = *state;
     char cfgp[300], log[300];
-    snprintf(cfgp, sizeof cfgp, "%s/bad.json", f->dir);
-    snprintf(log, sizeof log, "%s/bad.log", f->dir);
-    FILE *fp = fopen(cfgp, "w");
-    fputs("{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", fp);
-    fclose(fp);
+    snprintf(cfgp, sizeof cfgp, "%s/%s.json", f->dir, name);
+    snprintf(log, sizeof log, "%s/%s.log", f->dir, name);
     args a = {0};
     arg(&a, "%s", AGGREGATOR_BIN);
-    arg(&a, "--config=%s", cfgp);
+    if (config_text) {
+        FILE *fp = fopen(cfgp, "w");
+        assert_non_null(fp);
+        fputs(config_text, fp);
+        fclose(fp);
+        arg(&a, "--config=%s", cfgp);
+    }
+    if (flag)
+        arg(&a, "%s", flag);
     proc p;
     assert_true(proc_start(&p, a.v, NULL, log));
     args_free(&a);
     assert_int_equal(proc_wait(&p, 5000), 2);
-    assert_true(log_has(log, "field \"master.port\" must be an integer from 0 to 65535"));
+    char w[600];
+    snprintf(w, sizeof w, "%s%s", with_path ? cfgp : "", want);
+    if (!log_has(log, w))
+        proc_show_log(&p, 5);
+    assert_true(log_has(log, w));
     proc_free(&p);
+}
+
+static void bad_configuration_exits_2_naming_the_field(void **state)
+{
+    expect_exit_2(*state, "bad", "{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", NULL, false,
+                  "field \"master.port\" must be an integer from 0 to 65535");
+}
+
+/* A typo in a key used to start an aggregator with 0 learners (exit 0). */
+static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
+{
+    expect_exit_2(*state, "typo",
+                  "{\n  \"slave\": {\"host\": \"127.0.0.1\", \"port\": 0},\n  \"lerner\": {\"l0\": [\"l0\", \"127.0.0.1\", 1]}\n}\n",
+                  NULL, true, ":3: unknown field \"lerner\" (did you mean \"learner\"?)");
+}
+
+/* --allow-master: a coordinator from elsewhere is refused with 403 and the
+ * envelope (code 503) naming its address, and never becomes the master. */
+static void allow_master_refuses_a_coordinator_from_another_address(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=192.0.2.0/24,2001:db8::/32", NULL});
+    char out[300], cmd[800];
+    snprintf(out, sizeof out, "%s/connect.json", f->dir);
+    snprintf(cmd, sizeof cmd,
+             "curl -s -o '%s' -w '%%{http_code}' -X POST -H 'Channel: 0' -H 'Token: t' "
+             "-d '{\"master\": {\"address\": \"http://192.0.2.1:1\"}}' http://127.0.0.1:%d/connect "
+             "| grep -qx 403",
+             out, f->slave_port);
+    assert_int_equal(system(cmd), 0);
+    assert_true(log_has(out, "\"code\":503"));
+    assert_true(log_has(out, "\"success\":false"));
+    assert_true(log_has(out, "Connection refused: the peer address 127.0.0.1 is not allowed"));
+    /* the mock coordinator cannot connect either (its connect is final) */
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\"}]}", NULL), 1);
+    char log[300];
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_true(log_has(log, "refused: the peer address 127.0.0.1 is not in the allowed masters (192.0.2.0/24, "
+                             "2001:db8::/32)"));
+}
+
+static void allow_master_lets_a_listed_coordinator_work_as_before(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=10.0.0.0/8", "--allow-master=127.0.0.1,::1", NULL});
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}]}",
+                                NULL),
+                     0);
+}
+
+static void bad_allow_master_exits_2_naming_the_entry(void **state)
+{
+    expect_exit_2(*state, "bad_allow", NULL, "--allow-master=127.0.0.1,10.0.0.0/40", false,
+                  "--allow-master: '10.0.0.0/40': the prefix must be a number from 0 to 32 for an IPv4 address");
 }
 
 int main(void)
@@ -1094,6 +1187,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(happy_path_with_four_learners_checks_split_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(resource_is_the_sum_and_unknown_task_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_learner_processes_with_id_base_share_one_dump, setup, teardown),
         cmocka_unit_test_setup_teardown(learn_data_of_the_wrong_length_fails_and_says_both_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world, setup,
                                         teardown),
@@ -1117,6 +1211,10 @@ int main(void)
 #ifdef MOCK_OPERATOR_BIN
         cmocka_unit_test_setup_teardown(operator_syncs_are_told_by_events, setup, teardown),
 #endif
+        cmocka_unit_test_setup_teardown(misspelled_config_key_exits_2_naming_it_with_its_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_refuses_a_coordinator_from_another_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_lets_a_listed_coordinator_work_as_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_allow_master_exits_2_naming_the_entry, setup, teardown),
     };
     return cmocka_run_group_tests_name("aggregator_e2e", tests, NULL, NULL);
 }
