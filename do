@@ -18,7 +18,7 @@ cd "$(dirname "$0")"
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
-PKGS=(gcc make cmake pkg-config curl libcurl4-openssl-dev libcjson-dev libcmocka-dev
+PKGS=(gcc make cmake pkg-config curl libcurl4-openssl-dev libmicrohttpd-dev libcjson-dev libcmocka-dev
       chromium valgrind clang libclang-rt-14-dev clang-tidy cppcheck procps)
 
 install_deps() {
