@@ -64,6 +64,12 @@ void bench_stats(double *v, size_t n, double *median, double *mean, double *p90)
  * at least `seconds`. Fills r (kind "floor"). Returns 0 or -1 (err). */
 int bench_floor(int learners, double seconds, long min_rounds, bench_row *r, char *err, size_t errlen);
 
+/* The library floor: the same exchanges on libmicrohttpd (hs's settings)
+ * and a libcurl multi client, both in this process on one ev loop; CPU is
+ * this process's, per exchange (client and server sides). Fills r (kind
+ * "floor", impl "libfloor"). Returns 0 or -1 (err). */
+int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *r, char *err, size_t errlen);
+
 /* Writes an SVG plot of the rows of csv_path (all kinds) to svg_path. */
 int bench_plot(const char *csv_path, const char *svg_path, char *err, size_t errlen);
 

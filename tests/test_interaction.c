@@ -1122,10 +1122,11 @@ static void hs_answers_every_pipelined_request(void **state)
     xbuf req = {0};
     int n = 0;
     /* absolute end offsets of heads in the stream, around 1 KiB multiples
-     * and the halves and whole of MHD's connection memory; in between,
+     * and the half (its first read buffer) and whole of MHD's 32 KiB of
+     * connection memory, and beyond; in between,
      * requests whose heads grow by 7 bytes each (40 to 2100), so that heads
      * end at every kind of offset */
-    size_t marks[] = {1024, 2048, 4096, 16384, 65536, 131072, 262144};
+    size_t marks[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
     int fillers = 0;
     size_t sweep = 0;
     for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++)
@@ -1195,18 +1196,18 @@ static void hs_answers_every_pipelined_request(void **state)
     free(out);
     close(fd);
 
-    /* a head near the connection memory: a 100 KiB header is served, a
-     * 1 MiB one answered by libmicrohttpd (431) and closed */
+    /* a head near the connection memory (32 KiB): a 20 KiB header is
+     * served, a 40 KiB one answered by libmicrohttpd (431) and closed */
     for (int big = 0; big < 2; big++) {
         xbuf_puts(&req, "GET /long HTTP/1.1\r\nHost: x\r\nX-Test: ");
-        for (size_t i = 0; i < (big ? (size_t)1 << 20 : (size_t)100 << 10); i++)
+        for (size_t i = 0; i < (big ? (size_t)40 << 10 : (size_t)20 << 10); i++)
             xbuf_puts(&req, "v");
         xbuf_puts(&req, "\r\n\r\n");
         fd = raw_connect(hs_port(s));
         out = raw_exchange(loop, fd, req.data, false, big ? NULL : "body=.", &eof);
         close(fd);
         if (big ? !strstr(out, "HTTP/1.1 431 ") || !eof : !strstr(out, "HTTP/1.1 200 OK"))
-            fail_msg("a %s header: got %.300s", big ? "1 MiB" : "100 KiB", out);
+            fail_msg("a %s header: got %.300s", big ? "40 KiB" : "20 KiB", out);
         free(out);
         xbuf_free(&req);
     }
