@@ -52,6 +52,11 @@ int bench_csv_append(const char *path, const bench_row *r);
  * Returns false on a header or malformed line. */
 bool bench_csv_parse(char *line, bench_row *r);
 
+/* CLOCK_MONOTONIC and this process's CPU time (CLOCK_PROCESS_CPUTIME_ID),
+ * in ns. */
+uint64_t bench_now_ns(void);
+uint64_t bench_self_cpu_ns(void);
+
 /* Median, mean and 90th percentile of v[0..n) (sorts v). */
 void bench_stats(double *v, size_t n, double *median, double *mean, double *p90);
 

@@ -18,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -261,20 +260,6 @@ static int exchange(lf *f, lf_peer *peers, size_t n)
     return f->failed ? -1 : 0;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t self_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *row, char *err, size_t errlen)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -340,10 +325,10 @@ int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *ro
     int rc = 0;
     for (long round = -3; rc == 0; round++) { /* 3 warm-up rounds: connections open */
         if (round == 0) {
-            s0 = self_cpu_ns();
-            t_start = now_ns();
+            s0 = bench_self_cpu_ns();
+            t_start = bench_now_ns();
         }
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         for (int task = 0; task < 2 && rc == 0; task++)
             rc = exchange(&f, peers, 1) || exchange(&f, peers + 1, n - 1) || exchange(&f, peers + 1, n - 1) ||
                  exchange(&f, peers, 1);
@@ -361,8 +346,8 @@ int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *ro
         }
         if (nt == cap)
             times = xrealloc(times, (cap *= 2) * sizeof *times);
-        times[nt++] = (double)(now_ns() - t0) / 1e6;
-        if ((long)nt >= min_rounds && (double)(now_ns() - t_start) / 1e9 >= seconds)
+        times[nt++] = (double)(bench_now_ns() - t0) / 1e6;
+        if ((long)nt >= min_rounds && (double)(bench_now_ns() - t_start) / 1e9 >= seconds)
             break;
     }
     if (rc == 0 && new_conns > 0) {
@@ -370,8 +355,8 @@ int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *ro
         rc = -1;
     }
     if (rc == 0) {
-        double elapsed = (double)(now_ns() - t_start) / 1e9;
-        uint64_t cpu = self_cpu_ns() - s0;
+        double elapsed = (double)(bench_now_ns() - t_start) / 1e9;
+        uint64_t cpu = bench_self_cpu_ns() - s0;
         bench_row_init(row, "floor", "libfloor");
         row->learners = learners;
         row->rounds = (long)nt;
