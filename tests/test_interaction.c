@@ -1278,6 +1278,46 @@ static void hs_drops_dribbled_heads_and_bodies(void **state)
     ev_loop_free(loop);
 }
 
+/* An IPv6 listener (IPv6-only) serves, and names its peer in brackets-free
+ * "addr:port" form. */
+static void hs_peer_cb(void *data, hs_request *r)
+{
+    (void)data;
+    hs_reply(r, 200, "text/plain", xstrdup(hs_peer(r)), strlen(hs_peer(r)));
+}
+
+static void hs_listens_on_ipv6(void **state)
+{
+    (void)state;
+    int probe = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 a6 = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    if (probe < 0 || bind(probe, (struct sockaddr *)&a6, sizeof a6) < 0) {
+        if (probe >= 0)
+            close(probe);
+        skip(); /* no IPv6 loopback here */
+    }
+    close(probe);
+    ev_loop *loop = ev_loop_new();
+    hs_config cfg;
+    hs_config_init(&cfg);
+    cfg.host = "::1";
+    char err[200];
+    hs_server *s = hs_start(loop, &cfg, hs_peer_cb, NULL, err, sizeof err);
+    if (!s)
+        fail_msg("hs_start on ::1: %s", err);
+    int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    a6.sin6_port = htons((uint16_t)hs_port(s));
+    assert_int_equal(connect(fd, (struct sockaddr *)&a6, sizeof a6), 0);
+    bool eof;
+    char *out = raw_exchange(loop, fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", true, NULL, &eof);
+    close(fd);
+    if (!strstr(out, " 200 OK\r\n") || !strstr(out, "\r\n\r\n::1:"))
+        fail_msg("IPv6: got %s", out);
+    free(out);
+    hs_stop(s);
+    ev_loop_free(loop);
+}
+
 /* The total and per-address connection limits: beyond them a connection is
  * closed at once; once one closes, a new one is served. */
 static void hs_limits_connections(void **state)
@@ -1365,6 +1405,7 @@ int main(void)
         cmocka_unit_test(hs_answers_every_pipelined_request),
         cmocka_unit_test(hs_drops_dribbled_heads_and_bodies),
         cmocka_unit_test(hs_limits_connections),
+        cmocka_unit_test(hs_listens_on_ipv6),
         cmocka_unit_test_setup_teardown(task_completes_with_the_slave_result, setup, teardown),
         cmocka_unit_test_setup_teardown(task_completed_later_from_the_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(task_failed_by_the_slave, setup, teardown),
