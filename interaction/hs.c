@@ -108,6 +108,7 @@ struct hs_server {
     hs_conn **pc;
     size_t npoll;
     struct MHD_Response *resp_413; /* constant: built once, shared */
+    size_t len_413;
 };
 
 void hs_config_init(hs_config *cfg)
@@ -228,6 +229,7 @@ static enum MHD_Result queue_413(hs_server *s, hs_request *r)
     r->hc->phase = P_REPLY;
     if (!s->resp_413)
         return MHD_NO;
+    s->bytes_out += s->len_413;
     return MHD_queue_response(r->conn, 413, s->resp_413);
 }
 
@@ -590,7 +592,8 @@ hs_server *hs_start(ev_loop *loop, const hs_config *cfg, hs_handler handler, voi
     char *msg = xasprintf("Request body over the limit of %zu bytes.", s->body_limit);
     char *env = proto_envelope(false, 413, msg, NULL);
     free(msg);
-    s->resp_413 = make_response(s, NULL, env, strlen(env), MHD_RESPMEM_MUST_FREE);
+    s->len_413 = strlen(env);
+    s->resp_413 = make_response(s, NULL, env, s->len_413, MHD_RESPMEM_MUST_FREE);
     errno = 0;
     s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, s,                    /* */
                             MHD_OPTION_LISTEN_SOCKET, fd,                          /* */

@@ -1278,8 +1278,7 @@ static void hs_drops_dribbled_heads_and_bodies(void **state)
     ev_loop_free(loop);
 }
 
-/* An IPv6 listener (IPv6-only) serves, and names its peer in brackets-free
- * "addr:port" form. */
+/* An IPv6 listener serves; hs_peer() names the peer "::1:port". */
 static void hs_peer_cb(void *data, hs_request *r)
 {
     (void)data;
