@@ -69,6 +69,11 @@ void bench_stats(double *v, size_t n, double *median, double *mean, double *p90)
  * at least `seconds`. Fills r (kind "floor"). Returns 0 or -1 (err). */
 int bench_floor(int learners, double seconds, long min_rounds, bench_row *r, char *err, size_t errlen);
 
+/* Fills a floor row from nt round times (ms; sorted), the elapsed time and
+ * the CPU of both sides over the rounds. */
+void bench_floor_row(bench_row *row, const char *impl, int learners, double *times, size_t nt, double elapsed_s,
+                     uint64_t cpu_ns);
+
 /* The library floor: the same exchanges on libmicrohttpd (hs's settings)
  * and a libcurl multi client, both in this process on one ev loop; CPU is
  * this process's, per exchange (client and server sides). Fills r (kind

@@ -140,6 +140,19 @@ static int exchange(int ep, fconn **conns, size_t n, const char *req, size_t req
     return 0;
 }
 
+void bench_floor_row(bench_row *row, const char *impl, int learners, double *times, size_t nt, double elapsed_s,
+                     uint64_t cpu_ns)
+{
+    bench_row_init(row, "floor", impl);
+    row->learners = learners;
+    row->rounds = (long)nt;
+    row->rounds_per_s = (double)nt / elapsed_s;
+    row->cpu_us_per_round = (double)cpu_ns / 1e3 / (double)nt;
+    /* exchanges per round: 2 tasks x (2 + 2 learners) */
+    row->cpu_us_per_task = row->cpu_us_per_round / (2.0 * (2.0 + 2.0 * learners));
+    bench_stats(times, nt, &row->round_ms_median, &row->round_ms_mean, &row->round_ms_p90);
+}
+
 int bench_floor(int learners, double seconds, long min_rounds, bench_row *row, char *err, size_t errlen)
 {
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -221,14 +234,7 @@ int bench_floor(int learners, double seconds, long min_rounds, bench_row *row, c
         uint64_t self = bench_self_cpu_ns() - s0;
         bench_cpu_read(pid, &c1);
         uint64_t cpu = self + (c1.total_ns - c0.total_ns);
-        bench_row_init(row, "floor", "floor");
-        row->learners = learners;
-        row->rounds = (long)nt;
-        row->rounds_per_s = (double)nt / elapsed;
-        row->cpu_us_per_round = (double)cpu / 1e3 / (double)nt;
-        /* exchanges per round: 2 tasks x (2 + 2 learners) */
-        row->cpu_us_per_task = row->cpu_us_per_round / (2.0 * (2.0 + 2.0 * learners));
-        bench_stats(times, nt, &row->round_ms_median, &row->round_ms_mean, &row->round_ms_p90);
+        bench_floor_row(row, "floor", learners, times, nt, elapsed, cpu);
     }
     for (size_t i = 0; i < n; i++) {
         if (conns[i] && conns[i]->fd > 0)

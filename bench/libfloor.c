@@ -357,13 +357,7 @@ int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *ro
     if (rc == 0) {
         double elapsed = (double)(bench_now_ns() - t_start) / 1e9;
         uint64_t cpu = bench_self_cpu_ns() - s0;
-        bench_row_init(row, "floor", "libfloor");
-        row->learners = learners;
-        row->rounds = (long)nt;
-        row->rounds_per_s = (double)nt / elapsed;
-        row->cpu_us_per_round = (double)cpu / 1e3 / (double)nt;
-        row->cpu_us_per_task = row->cpu_us_per_round / (2.0 * (2.0 + 2.0 * learners));
-        bench_stats(times, nt, &row->round_ms_median, &row->round_ms_mean, &row->round_ms_p90);
+        bench_floor_row(row, "libfloor", learners, times, nt, elapsed, cpu);
     }
     for (size_t i = 0; i < n; i++)
         curl_easy_cleanup(peers[i].easy);
