@@ -1127,7 +1127,6 @@ static void hs_answers_every_pipelined_request(void **state)
      * requests whose heads grow by 7 bytes each (40 to 2100), so that heads
      * end at every kind of offset */
     size_t marks[] = {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072};
-    int fillers = 0;
     size_t sweep = 0;
     for (size_t m = 0; m < sizeof marks / sizeof marks[0]; m++)
         for (int d = marks[m] > 16384 ? -1 : -3; d <= (marks[m] > 16384 ? 1 : 3); d++) {
@@ -1159,7 +1158,6 @@ static void hs_answers_every_pipelined_request(void **state)
                     assert_int_equal(req.len - (with_body ? 3 : 0), target);
                     break;
                 }
-                fillers++;
             }
         }
     int fd = raw_connect(hs_port(s));
@@ -1182,7 +1180,6 @@ static void hs_answers_every_pipelined_request(void **state)
     free(out);
     xbuf_free(&req);
     assert_int_equal(f.requests, n);
-    (void)fillers;
 
     /* a partial head left at the end of a read: the first write ends in the
      * middle of a head, leaving 1020 to 1030 bytes free in a 16 or 32 KiB
