@@ -28,7 +28,7 @@ JOBS=${JOBS:-$(nproc)}
 # What each command needs from Debian, one list per purpose: adding a
 # package is a one-line edit of the list that needs it.
 #   building and running: compiler, CMake, pkg-config, the libraries
-BUILD_PKGS=(gcc make cmake pkg-config libcjson-dev)
+BUILD_PKGS=(gcc make cmake pkg-config libcjson-dev libmicrohttpd-dev)
 #   the tests (ctest): cmocka for the units, libcurl for test_mock_operator's
 #   independent client, curl and procps in end-to-end tests, xmllint for the
 #   JUnit schema, Chromium for the HTML report, debootstrap for the image's
