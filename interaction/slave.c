@@ -102,6 +102,7 @@ static void send_heartbeat(slave *s)
         return;
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s/slave/heartbeat", s->master_address);
     o.method = "GET";
     o.url = url;
@@ -544,6 +545,7 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
     }
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s%s", s->master_address, path);
     o.method = "PUT";
     o.url = url;
