@@ -747,6 +747,31 @@ static void hostile_peers_are_cut_off(void **state)
     assert_true(hwm - hwm0 < 32 * 1024);
 }
 
+/* A folded header line (obsolete line folding) with a colon, first in a
+ * head, after a reply with headers: libcurl 7.88 appended it to the previous
+ * reply's last header, freed, when the easy handle was reused (found by
+ * fuzz_hc_reply; ASan and valgrind see it). hc uses a fresh handle per
+ * request: the reply is refused or read, never a use after free. */
+static void folded_header_after_a_reply(void **state)
+{
+    fx *f = *state;
+    f->s.close_after = 1;
+    for (int i = 0; i < 3; i++) {
+        f->s.reply = "HTTP/1.1 200 OK\r\nX-A: b\r\n\r\nbody";
+        out r = run(f, f->url, NULL);
+        assert_null(r.error);
+        assert_string_equal(r.body, "body");
+        out_free(&r);
+        f->s.reply = "HTTP/1.1 200 OK\r\n X: y\r\nContent-Length: 2\r\n\r\n{}";
+        hc_opts o;
+        hc_opts_init(&o);
+        o.retries = 0;
+        r = run(f, f->url, &o);
+        assert_true(r.error || strcmp(r.body, "{}") == 0);
+        out_free(&r);
+    }
+}
+
 static int never_called;
 static void must_not_run(void *data, const hc_result *res)
 {
@@ -815,6 +840,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(a_declared_length_that_lies, setup, teardown),
         cmocka_unit_test_setup_teardown(large_body_in_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(hostile_peers_are_cut_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(folded_header_after_a_reply, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
