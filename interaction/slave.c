@@ -254,10 +254,10 @@ static void do_connect(slave *s, hs_request *r)
         return;
     const cJSON *m = jsonx_get(j, "master");
     const char *addr = cJSON_IsObject(m) ? jsonx_get_str(m, "address") : NULL;
-    if (!addr || strncmp(addr, "http://", 7) != 0 || strlen(addr) > 2048) {
+    if (!addr || (strncmp(addr, "http://", 7) != 0 && strncmp(addr, "https://", 8) != 0) || strlen(addr) > 2048) {
         reply_msg(r, 400, false, 400,
-                  "Request body needs \"master\": {\"address\": \"http://host:port\"} (a plain-HTTP URL string of at "
-                  "most 2048 characters).");
+                  "Request body needs \"master\": {\"address\": \"http://host:port\"} (an http:// or https:// URL "
+                  "string of at most 2048 characters).");
         cJSON_Delete(j);
         return;
     }
