@@ -4,7 +4,7 @@
  * record, CURLMOPT_TIMERFUNCTION arms one ev timer, and every
  * curl_multi_socket_action() is followed by curl_multi_info_read().
  *
- * libcurl parses every reply (status line, headers, chunked bodies, 1xx) and
+ * libcurl parses every reply (status line, headers, any body framing, 1xx) and
  * resolves host names; hc only counts what it is handed (hc_reply: caps on
  * head and body bytes) and keeps the request's own state: its body pieces,
  * its retries (our timer between attempts), its callback.

@@ -1,9 +1,10 @@
 /* hc_reply: what hc keeps of a reply that libcurl parsed, with hard caps.
  * libcurl hands every byte of a reply head (status line, header lines, the
- * heads of 1xx replies, chunked trailers) to hc_reply_header() and every
- * decoded body byte to hc_reply_body(); both count against their caps and
- * return 0 (libcurl then aborts the transfer) once a cap is passed, so a peer
- * can never make the reply take more than max_head + max_body bytes.
+ * heads of 1xx replies, the trailers after a chunk-encoded body) to
+ * hc_reply_header() and every decoded body byte to hc_reply_body(); both
+ * count against their caps and return 0 (libcurl then aborts the transfer)
+ * once a cap is passed, so a peer can never make the reply take more than
+ * max_head + max_body bytes.
  *
  * Ownership: the reply owns its body buffer (hc_reply_free).
  * Threading: none; one reply per request, on the loop's thread. */
@@ -35,7 +36,7 @@ size_t hc_reply_header(hc_reply *r, const char *p, size_t n);
  * body byte comes), else 1. */
 int hc_reply_head_done(hc_reply *r, long long declared);
 /* n body bytes; declared: the reply's Content-Length, or -1 if it has none
- * (chunked, close-delimited). Returns n, or 0 past the cap (a declared length
+ * (chunk-encoded, close-delimited). Returns n, or 0 past the cap (a declared length
  * over the cap fails at the first byte). */
 size_t hc_reply_body(hc_reply *r, const char *p, size_t n, long long declared);
 /* The body, NUL-terminated ("" when none). */
