@@ -206,22 +206,9 @@ static void fault(fx *f, int group, const char *json)
     assert_int_equal(system(cmd), 0);
 }
 
-static int log_count(const char *path, const char *needle)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 0;
-    char line[4096];
-    int n = 0;
-    while (fgets(line, sizeof line, fp))
-        n += strstr(line, needle) != NULL;
-    fclose(fp);
-    return n;
-}
-
 static bool log_has(const char *path, const char *needle)
 {
-    return log_count(path, needle) > 0;
+    return proc_log_count(path, needle) > 0;
 }
 
 /* Waits (capped) until the aggregator's log has needle `times` times: the
@@ -237,7 +224,7 @@ static bool agg_log_wait_n(fx *f, const char *needle, int times, long cap_ms)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     bool ok = false;
     for (;;) {
-        if (log_count(path, needle) >= times) {
+        if (proc_log_count(path, needle) >= times) {
             ok = true;
             break;
         }

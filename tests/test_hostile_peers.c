@@ -75,46 +75,19 @@ static int teardown(void **state)
     return 0;
 }
 
-static long vm_hwm_kib(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *fp = fopen(path, "r");
-    long v = -1;
-    while (fp && fgets(line, sizeof line, fp))
-        if (strncmp(line, "VmHWM:", 6) == 0)
-            v = strtol(line + 6, NULL, 10);
-    if (fp)
-        fclose(fp);
-    return v;
-}
-
-static int log_count(const char *path, const char *needle)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 0;
-    char line[8192];
-    int n = 0;
-    while (fgets(line, sizeof line, fp))
-        n += strstr(line, needle) != NULL;
-    fclose(fp);
-    return n;
-}
-
 /* Runs the loop (the hostile servers) until pred holds or cap_ms passes,
  * sampling the aggregator's VmHWM; stops early once it is over the cap. */
 static bool pump_until(fx *f, bool (*pred)(fx *f, void *arg), void *arg, long cap_ms)
 {
     uint64_t end = ev_now_ms() + (uint64_t)cap_ms;
     for (;;) {
-        long hwm = vm_hwm_kib(f->agg.pid);
+        long hwm = proc_vm_hwm_kib(f->agg.pid);
         if (hwm > f->peak_kib)
             f->peak_kib = hwm;
         if (f->peak_kib >= RSS_CAP_KIB)
             return false;
         for (int i = 0; i < f->nwatch; i++)
-            if (!f->seen_ms[i] && log_count(f->log, f->watch[i]) > 0)
+            if (!f->seen_ms[i] && proc_log_count(f->log, f->watch[i]) > 0)
                 f->seen_ms[i] = ev_now_ms();
         if (pred(f, arg))
             return true;
@@ -191,7 +164,7 @@ typedef struct {
 static bool log_has(fx *f, void *arg)
 {
     log_wait *w = arg;
-    return log_count(f->log, w->needle) >= w->times;
+    return proc_log_count(f->log, w->needle) >= w->times;
 }
 
 /* One attack through /connect: the aggregator's slave side sends its
