@@ -583,12 +583,10 @@ void hc_free(hc_client *c)
     curl_multi_cleanup(c->multi); /* closes the cached connections: close_cb */
     if (c->timer)
         ev_timer_stop(c->loop, c->timer);
+    /* every socket libcurl opened was closed through close_cb; a record
+     * left would be stale (its fd number may be someone else's now) */
     for (size_t i = 0; i < c->nsocks; i++)
-        if (c->socks[i]) {
-            if (c->socks[i]->events)
-                ev_fd_del(c->loop, (int)i);
-            free(c->socks[i]);
-        }
+        free(c->socks[i]);
     free(c->socks);
     c->nurls = 0;
     url_sweep(c);
