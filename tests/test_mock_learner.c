@@ -212,7 +212,7 @@ static int setup(void **state)
     f->client = hc_new(f->loop);
     master_config mc;
     master_config_init(&mc);
-    mc.heartbeat_tolerance_ms = 600;
+    mc.heartbeat_tolerance_ms = wrap_slow_ms(600); /* a checker slows the learners down */
     mc.heartbeat_check_ms = 50;
     mc.task_deadline_ms = 5000;
     mc.retries = 1;
@@ -633,7 +633,7 @@ static void no_heartbeat_fault_makes_the_master_lose_the_connection(void **state
           "{\"kind\": \"delay\", \"ms\": 20000, \"task\": \"learner_learn_task\"}", NULL);
     master_conn *c = connect_learner(f, 0);
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
-    tu_run_for(f->loop, 800); /* longer than the tolerance: heartbeats keep it */
+    tu_run_for(f->loop, wrap_slow_ms(800)); /* longer than the tolerance: heartbeats keep it */
     assert_int_equal(f->lost, 0);
     tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": []}", 30000, &o);
