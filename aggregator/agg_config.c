@@ -5,11 +5,16 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jpos.h"
 #include "jsonx.h"
+#include "slave.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 #define MAX_CONFIG_BYTES (16u << 20)
@@ -33,6 +38,8 @@ void agg_config_defaults(agg_config *cfg)
     cfg->metrics_port = -1;
     cfg->log_level = ILOG_INFO;
     cfg->log_format = ILOG_HUMAN;
+    cfg->events_max_bytes = 64u << 20;
+    cfg->events_flush_ms = 1000;
 }
 
 void agg_config_free(agg_config *cfg)
@@ -49,6 +56,8 @@ void agg_config_free(agg_config *cfg)
     free(cfg->k8s_namespace);
     free(cfg->k8s_name);
     free(cfg->k8s_api);
+    free(cfg->events_path);
+    slave_allow_free(cfg->allow_master);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -94,31 +103,121 @@ static int json_port(const cJSON *v, bool allow_zero, int *out)
     return 0;
 }
 
-static int parse_endpoint(agg_config *cfg, const cJSON *obj, const char *key, char **host, int *port, char *err,
-                          size_t errlen, const char *where)
+/* ---- the config file ---- */
+
+/* Keys of the file. DI-engine's launcher also writes "node" and
+ * "partition" (Slurm placement) into an aggregator's config: they are not
+ * ours and are accepted and ignored. */
+static const char *const top_keys[] = {"master", "slave", "learner", "node", "partition", NULL};
+static const char *const endpoint_keys[] = {"host", "port", NULL};
+
+/* Where the JSON text came from, for messages "where:line: ...". */
+typedef struct {
+    const char *text;
+    size_t len;
+    const char *where;
+    jpos *pos;
+    char *err;
+    size_t errlen;
+} jctx;
+
+static void jerr(jctx *x, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void jerr(jctx *x, const char *path, const char *fmt, ...)
 {
-    (void)cfg;
+    if (!x->pos)
+        x->pos = jpos_scan(x->text, x->len);
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(x->err, x->errlen, "%s:%d: %s", x->where, jpos_line(x->pos, path), msg);
+}
+
+/* An unknown key at path ("" for the top, else "master"...): the message
+ * names it, the nearest known key and every known one. */
+static void unknown_key(jctx *x, const char *path, const char *key, const char *const *known)
+{
+    char *full = path[0] ? xasprintf("%s.%s", path, key) : xstrdup(key);
+    const char *near = suggest_nearest(key, known, (size_t)-1);
+    xbuf k = {0};
+    for (size_t i = 0; known[i]; i++)
+        xbuf_printf(&k, "%s%s", i ? ", " : "", known[i]);
+    char hint[160] = "";
+    if (near)
+        snprintf(hint, sizeof hint, " (did you mean \"%s%s%s\"?)", path, path[0] ? "." : "", near);
+    jerr(x, full, "unknown field \"%.100s\"%s; known fields %s%s%s: %s", full, hint, path[0] ? "of \"" : "at the top",
+         path, path[0] ? "\"" : "", k.data);
+    xbuf_free(&k);
+    free(full);
+}
+
+static bool known_key(const char *key, const char *const *known)
+{
+    for (size_t i = 0; known[i]; i++)
+        if (strcmp(key, known[i]) == 0)
+            return true;
+    return false;
+}
+
+static int parse_endpoint(jctx *x, const cJSON *obj, const char *key, char **host, int *port)
+{
     if (!cJSON_IsObject(obj)) {
-        snprintf(err, errlen, "%s: field \"%s\" must be an object {\"host\": ..., \"port\": ...}, not a %s", where, key,
-                 jsonx_type_name(obj));
+        jerr(x, key, "field \"%s\" must be an object {\"host\": ..., \"port\": ...}, not a %s", key,
+             jsonx_type_name(obj));
         return -1;
     }
     for (const cJSON *m = obj->child; m; m = m->next) {
+        char path[64];
+        snprintf(path, sizeof path, "%s.%.40s", key, m->string);
         if (strcmp(m->string, "host") == 0) {
             if (!cJSON_IsString(m) || !m->valuestring[0]) {
-                snprintf(err, errlen, "%s: field \"%s.host\" must be a non-empty string", where, key);
+                jerr(x, path, "field \"%s.host\" must be a non-empty string", key);
                 return -1;
             }
             set_str(host, m->valuestring);
         } else if (strcmp(m->string, "port") == 0) {
             if (json_port(m, true, port) < 0) {
-                snprintf(err, errlen, "%s: field \"%s.port\" must be an integer from 0 to 65535", where, key);
+                jerr(x, path, "field \"%s.port\" must be an integer from 0 to 65535", key);
                 return -1;
             }
         } else {
-            snprintf(err, errlen, "%s: unknown field \"%s.%s\" (known: host, port)", where, key, m->string);
+            unknown_key(x, key, m->string, endpoint_keys);
             return -1;
         }
+    }
+    return 0;
+}
+
+static int parse_learners(jctx *x, agg_config *cfg, const cJSON *m)
+{
+    if (!cJSON_IsObject(m)) {
+        jerr(x, "learner", "field \"learner\" must be an object of [id, host, port] lists, not a %s",
+             jsonx_type_name(m));
+        return -1;
+    }
+    /* The keys are the learners' names in DI-engine's config: any text. */
+    for (const cJSON *l = m->child; l; l = l->next) {
+        char *path = xasprintf("learner.%s", l->string);
+        const cJSON *id = cJSON_GetArrayItem(l, 0), *host = cJSON_GetArrayItem(l, 1);
+        const cJSON *port = cJSON_GetArrayItem(l, 2);
+        int p, rc = -1;
+        char e2[200];
+        if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 3)
+            jerr(x, path, "field \"learner.%.100s\" must be a list [id, host, port]", l->string);
+        else if (!cJSON_IsString(id) || !id->valuestring[0])
+            jerr(x, path, "field \"learner.%.100s\"[0] (id) must be a non-empty string", l->string);
+        else if (!cJSON_IsString(host) || !host->valuestring[0])
+            jerr(x, path, "field \"learner.%.100s\"[1] (host) must be a non-empty string", l->string);
+        else if (json_port(port, false, &p) < 0)
+            jerr(x, path, "field \"learner.%.100s\"[2] (port) must be an integer from 1 to 65535", l->string);
+        else if (agg_config_add_learner(cfg, id->valuestring, host->valuestring, p, e2, sizeof e2) < 0)
+            jerr(x, path, "field \"learner.%.100s\": %s", l->string, e2);
+        else
+            rc = 0;
+        free(path);
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
@@ -131,59 +230,39 @@ int agg_config_parse_json(agg_config *cfg, const char *text, size_t len, const c
         snprintf(err, errlen, "%s: not valid JSON: %s", where, perr);
         return -1;
     }
+    jctx x = {text, len, where, NULL, err, errlen};
     int rc = -1;
     if (!cJSON_IsObject(root)) {
-        snprintf(err, errlen, "%s: the config must be a JSON object, not a %s", where, jsonx_type_name(root));
+        jerr(&x, "", "the config must be a JSON object, not a %s", jsonx_type_name(root));
+        goto out;
+    }
+    /* cJSON keeps both of two equal keys: the second would silently win or
+     * add to the first. */
+    x.pos = jpos_scan(text, len);
+    if (jpos_dup_count(x.pos) > 0) {
+        int first, line;
+        const char *dp = jpos_dup(x.pos, 0, &first, &line);
+        snprintf(err, errlen, "%s:%d: field \"%.200s\" is given twice (first at line %d)", where, line, dp, first);
         goto out;
     }
     for (const cJSON *m = root->child; m; m = m->next) {
         if (strcmp(m->string, "master") == 0) {
-            if (parse_endpoint(cfg, m, "master", &cfg->master_host, &cfg->master_port, err, errlen, where) < 0)
+            if (parse_endpoint(&x, m, "master", &cfg->master_host, &cfg->master_port) < 0)
                 goto out;
         } else if (strcmp(m->string, "slave") == 0) {
-            if (parse_endpoint(cfg, m, "slave", &cfg->slave_host, &cfg->slave_port, err, errlen, where) < 0)
+            if (parse_endpoint(&x, m, "slave", &cfg->slave_host, &cfg->slave_port) < 0)
                 goto out;
         } else if (strcmp(m->string, "learner") == 0) {
-            if (!cJSON_IsObject(m)) {
-                snprintf(err, errlen, "%s: field \"learner\" must be an object of [id, host, port] lists, not a %s",
-                         where, jsonx_type_name(m));
+            if (parse_learners(&x, cfg, m) < 0)
                 goto out;
-            }
-            for (const cJSON *l = m->child; l; l = l->next) {
-                const cJSON *id = cJSON_GetArrayItem(l, 0), *host = cJSON_GetArrayItem(l, 1);
-                const cJSON *port = cJSON_GetArrayItem(l, 2);
-                int p;
-                if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 3) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\" must be a list [id, host, port]", where, l->string);
-                    goto out;
-                }
-                if (!cJSON_IsString(id) || !id->valuestring[0]) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[0] (id) must be a non-empty string", where,
-                             l->string);
-                    goto out;
-                }
-                if (!cJSON_IsString(host) || !host->valuestring[0]) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[1] (host) must be a non-empty string", where,
-                             l->string);
-                    goto out;
-                }
-                if (json_port(port, false, &p) < 0) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[2] (port) must be an integer from 1 to 65535",
-                             where, l->string);
-                    goto out;
-                }
-                char e2[200];
-                if (agg_config_add_learner(cfg, id->valuestring, host->valuestring, p, e2, sizeof e2) < 0) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\": %s", where, l->string, e2);
-                    goto out;
-                }
-            }
+        } else if (!known_key(m->string, top_keys)) {
+            unknown_key(&x, "", m->string, top_keys);
+            goto out;
         }
-        /* Other top-level fields (node, partition, ...) belong to DI-engine's
-         * launcher and are ignored. */
     }
     rc = 0;
 out:
+    jpos_free(x.pos);
     cJSON_Delete(root);
     return rc;
 }
@@ -265,15 +344,27 @@ static void usage(FILE *out)
             "Options (flags override the config file):\n"
             "  --config FILE              DI-engine aggregator config (JSON): {\"master\": {\"host\",\n"
             "                             \"port\"}, \"slave\": {...}, \"learner\": {\"learner0\":\n"
-            "                             [\"learner0\", \"127.0.0.1\", 19900], ...}}\n"
-            "  --slave-host H             address to listen on for the coordinator (127.0.0.1)\n"
+            "                             [\"learner0\", \"127.0.0.1\", 19900], ...}}; DI-engine's\n"
+            "                             \"node\" and \"partition\" are ignored, any other\n"
+            "                             unknown or repeated key is an error (exit 2)\n"
+            "  --slave-host H             address to listen on for the coordinator (127.0.0.1;\n"
+            "                             0.0.0.0 in a DI-orchestrator pod, see below)\n"
             "  --slave-port P             port for the coordinator (AGGREGATOR_PORT or 22272; 0: free)\n"
-            "  --master-host H            address to listen on for learners (127.0.0.1)\n"
+            "  --master-host H            address to listen on for learners (127.0.0.1; 0.0.0.0\n"
+            "                             in a DI-orchestrator pod)\n"
             "  --master-port P            port for learners' heartbeats/results (slave port + 1; 0: free)\n"
             "  --advertise URL            address sent to learners to reach the master\n"
-            "                             (default http://MASTER_HOST:MASTER_PORT)\n"
+            "                             (default http://MASTER_HOST:MASTER_PORT; in a\n"
+            "                             DI-orchestrator pod http://POD_NAME.NAMESPACE:MASTER_PORT)\n"
             "  --learner ID=HOST:PORT     a learner to connect to (repeatable; after the file's)\n"
             "  --channel N                protocol channel (0)\n"
+            "  --allow-master ADDR[/PREFIX],...\n"
+            "                             who may connect as the coordinator (repeatable; IPv4\n"
+            "                             and IPv6): a /connect from another address, or naming\n"
+            "                             a master address (an IP literal) outside the list, is\n"
+            "                             refused with 403 (code 503). Default: anyone, as in\n"
+            "                             DI-engine, with a warning when --slave-host is not\n"
+            "                             loopback\n"
             "  --max-retry-ms MS          window to join each learner (60000)\n"
             "  --retry-interval-ms MS     between join attempts (2000)\n"
             "  --heartbeat-span-ms MS     our heartbeats to the coordinator (3000)\n"
@@ -290,20 +381,39 @@ static void usage(FILE *out)
             "  --body-limit BYTES         largest request body accepted (268435456)\n"
             "  --log-level L              debug, info, warn, error, off (info)\n"
             "  --log-format F             human or json (human)\n"
+            "  --events FILE              write what happens as typed events, JSON lines\n"
+            "                             (docs/events.md); a write error is logged once and\n"
+            "                             counted in /metrics, never fatal\n"
+            "  --events-max-bytes N       cap on FILE + FILE.1: FILE is renamed to FILE.1 when\n"
+            "                             it reaches half of N (67108864; at least 4096)\n"
+            "  --events-flush-ms MS       pending events are written within MS (1000)\n"
+            "  --events-each-line         write every event at once (for a runner watching it)\n"
             "  --help, --version\n\n"
             "Environment: KUBERNETES_SERVER_URL (host:port or URL) turns on Kubernetes mode;\n"
             "KUBERNETES_POD_NAMESPACE (default), KUBERNETES_POD_NAME\n"
             "(dijob-example-coordinator), KUBERNETES_SERVER_API_VERSION (/v1alpha1);\n"
-            "AGGREGATOR_PORT: default slave port.\n\n"
+            "AGGREGATOR_PORT: default slave port. With all four of KUBERNETES_SERVER_URL,\n"
+            "KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and AGGREGATOR_PORT set (the\n"
+            "environment DI-orchestrator gives the aggregator's pod), it runs as in such a\n"
+            "pod: it listens on all interfaces (unless --slave-host/--master-host or the\n"
+            "config say otherwise) and, unless the learner side's address is given, tells\n"
+            "learners to reach it at http://POD_NAME.NAMESPACE:MASTER_PORT (the pod's\n"
+            "headless Service), or at the host of KUBERNETES_AGGREGATOR_URL (host:port or\n"
+            "URL) when that is set.\n"
+            "See docs/kubernetes.md.\n\n"
             "When start-up ends it prints one JSON line on stdout: {\"ready\": true,\n"
             "\"slave_port\", \"master_port\", \"metrics_port\", \"joined\": [...], \"failed\": [...]}.\n"
+            "\"failed\" is not final: a learner that did not join within max_retry is still\n"
+            "retried every retry interval and joins the world when it answers (event\n"
+            "learner_retaken; dilearn_learners_failed counts the learners failed now).\n"
             "Exit status: 0 after SIGTERM/SIGINT, 1 runtime failure, 2 bad configuration.\n");
 }
 
 enum {
     O_CONFIG = 256, O_SLAVE_HOST, O_SLAVE_PORT, O_MASTER_HOST, O_MASTER_PORT, O_ADVERTISE, O_LEARNER, O_CHANNEL,
     O_MAX_RETRY, O_RETRY_INTERVAL, O_HB_SPAN, O_HB_TOL, O_HB_CHECK, O_DEADLINE, O_SYNC, O_OP_TIMEOUT, O_RETRIES,
-    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION
+    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION,
+    O_EVENTS, O_EVENTS_MAX, O_EVENTS_FLUSH, O_EVENTS_EACH, O_ALLOW_MASTER
 };
 
 static const struct option options[] = {
@@ -330,10 +440,39 @@ static const struct option options[] = {
     {"body-limit", required_argument, NULL, O_BODY_LIMIT},
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"events", required_argument, NULL, O_EVENTS},
+    {"events-max-bytes", required_argument, NULL, O_EVENTS_MAX},
+    {"events-flush-ms", required_argument, NULL, O_EVENTS_FLUSH},
+    {"events-each-line", no_argument, NULL, O_EVENTS_EACH},
     {NULL, 0, NULL, 0},
 };
+
+/* The --events flags. */
+static int events_flag(agg_config *cfg, int c, const char *v, char *err, size_t errlen)
+{
+    long n;
+    if (c == O_EVENTS) {
+        if (!*v) {
+            snprintf(err, errlen, "--events: give a file name");
+            return -1;
+        }
+        set_str(&cfg->events_path, v);
+    } else if (c == O_EVENTS_MAX) {
+        if (parse_long("--events-max-bytes", v, 4096, LONG_MAX, &n, err, errlen) < 0)
+            return -1;
+        cfg->events_max_bytes = (size_t)n;
+    } else if (c == O_EVENTS_FLUSH) {
+        if (parse_long("--events-flush-ms", v, 1, 3600L * 1000, &n, err, errlen) < 0)
+            return -1;
+        cfg->events_flush_ms = n;
+    } else {
+        cfg->events_each_line = true;
+    }
+    return 0;
+}
 
 static long scaled(long given, long dflt, double scale)
 {
@@ -345,7 +484,7 @@ static long scaled(long given, long dflt, double scale)
 
 static char *normalise_url(const char *v)
 {
-    if (strncmp(v, "http://", 7) == 0) {
+    if (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0) {
         size_t n = strlen(v);
         while (n && v[n - 1] == '/')
             n--;
@@ -353,6 +492,57 @@ static char *normalise_url(const char *v)
     }
     return xasprintf("http://%s", v);
 }
+
+static const char *env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* The environment DI-orchestrator (v0.2.x) gives the aggregator's pod
+ * (utils.BuildPodAndService): its namespace and name, the operator server's
+ * URL and AGGREGATOR_PORT, the containerPort of "di-port". When all four
+ * are there, defaults that only make sense on one machine change: listen on
+ * every interface, and advertise a name that other pods resolve. Runs after
+ * the ports are resolved and before the hosts get their defaults. */
+static int orchestrator_pod_defaults(agg_config *cfg, char *err, size_t errlen)
+{
+    const char *ns = env_set("KUBERNETES_POD_NAMESPACE"), *name = env_set("KUBERNETES_POD_NAME");
+    if (!env_set("KUBERNETES_SERVER_URL") || !ns || !name || !env_set("AGGREGATOR_PORT"))
+        return 0;
+    cfg->orchestrator_pod = true;
+    if (!cfg->slave_host)
+        cfg->slave_host = xstrdup("0.0.0.0");
+    /* A learner-side address given, or no port known before listening:
+     * learners are told the listening address, as outside a pod. */
+    if (cfg->master_host || cfg->advertise || cfg->master_port == 0) {
+        if (!cfg->master_host)
+            cfg->master_host = xstrdup("0.0.0.0");
+        return 0;
+    }
+    cfg->master_host = xstrdup("0.0.0.0");
+    const char *url = env_set("KUBERNETES_AGGREGATOR_URL");
+    if (url) {
+        /* host:port or http://host:port[/]: the host is what is kept */
+        const char *h = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
+        size_t hl = strcspn(h, "/");
+        const char *rb = memrchr(h, ']', hl), *from = rb ? rb : h;
+        const char *colon = memrchr(from, ':', (size_t)(h + hl - from));
+        if (colon)
+            hl = (size_t)(colon - h);
+        if (hl == 0 || strstr(h, "://")) {
+            snprintf(err, errlen, "KUBERNETES_AGGREGATOR_URL: '%s' is not host:port or http://host:port", url);
+            return -1;
+        }
+        cfg->advertise = xasprintf("http://%.*s:%d", (int)hl, h, cfg->master_port);
+    } else {
+        /* DI-orchestrator gives every pod a headless Service of its own name */
+        cfg->advertise = xasprintf("http://%s.%s:%d", name, ns, cfg->master_port);
+    }
+    return 0;
+}
+
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
 
 agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
@@ -482,9 +672,20 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
                 return AGG_CONFIG_ERROR;
             }
             break;
+        case O_ALLOW_MASTER:
+            if (slave_allow_flag(&cfg->allow_master, optarg, err, errlen) < 0)
+                return AGG_CONFIG_ERROR;
+            break;
         case O_HELP:
             usage(stdout);
             return AGG_CONFIG_EXIT;
+        case O_EVENTS:
+        case O_EVENTS_MAX:
+        case O_EVENTS_FLUSH:
+        case O_EVENTS_EACH:
+            if (events_flag(cfg, c, optarg, err, errlen) < 0)
+                return AGG_CONFIG_ERROR;
+            break;
         case O_VERSION:
             printf("aggregator %s\n", DILEARN_VERSION);
             return AGG_CONFIG_EXIT;
@@ -500,7 +701,13 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
         snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
         return AGG_CONFIG_ERROR;
     }
+    return resolve(cfg, err, errlen);
+}
 
+/* After the file and the flags: defaults, scaling, the environment. */
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen)
+{
+    long v;
     /* Ports: the reference's Kubernetes defaults, AGGREGATOR_PORT first. */
     if (cfg->slave_port < 0) {
         const char *ap = getenv("AGGREGATOR_PORT");
@@ -517,6 +724,8 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
         snprintf(err, errlen, "slave port and master port are both %d; they must differ", cfg->slave_port);
         return AGG_CONFIG_ERROR;
     }
+    if (orchestrator_pod_defaults(cfg, err, errlen) < 0)
+        return AGG_CONFIG_ERROR;
     if (!cfg->slave_host)
         cfg->slave_host = xstrdup("127.0.0.1");
     if (!cfg->master_host)
@@ -546,13 +755,6 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
 
     const char *k8s = getenv("KUBERNETES_SERVER_URL");
     if (k8s && *k8s) {
-        if (strncmp(k8s, "https://", 8) == 0) {
-            snprintf(err, errlen,
-                     "KUBERNETES_SERVER_URL: '%s' is https; the operator server (DI-orchestrator) speaks plain "
-                     "HTTP and so does this aggregator: give an http:// URL",
-                     k8s);
-            return AGG_CONFIG_ERROR;
-        }
         cfg->k8s_url = normalise_url(k8s);
         const char *ns = getenv("KUBERNETES_POD_NAMESPACE");
         const char *name = getenv("KUBERNETES_POD_NAME");

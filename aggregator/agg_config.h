@@ -41,13 +41,24 @@ typedef struct {
     int request_retries;         /* 5 */
     int metrics_port;            /* -1: /metrics on the master port */
     size_t body_limit;           /* 256 MiB */
+    struct slave_allow *allow_master; /* --allow-master; NULL: anyone (slave.h) */
     ilog_level log_level;
     ilog_format log_format;
+    char *events_path;       /* --events FILE: typed events (docs/events.md), or NULL */
+    size_t events_max_bytes; /* cap on FILE + FILE.1 (64 MiB) */
+    long events_flush_ms;    /* pending events written within this (1000) */
+    bool events_each_line;   /* write every event at once (for a runner) */
     /* Kubernetes mode: k8s_url != NULL */
     char *k8s_url;       /* normalised "http://host:port" */
     char *k8s_namespace; /* default "default" */
     char *k8s_name;      /* default "dijob-example-coordinator" */
     char *k8s_api;       /* default "/v1alpha1" */
+    /* In a pod that DI-orchestrator made (KUBERNETES_SERVER_URL,
+     * KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and AGGREGATOR_PORT set):
+     * hosts not given default to 0.0.0.0 and, when the learner side's host,
+     * port 0 or --advertise are not given, the advertised address to
+     * http://<KUBERNETES_AGGREGATOR_URL's host, else POD_NAME.NAMESPACE>:<master port>. */
+    bool orchestrator_pod;
 } agg_config;
 
 typedef enum { AGG_CONFIG_OK = 0, AGG_CONFIG_EXIT = 1, AGG_CONFIG_ERROR = -1 } agg_config_status;

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-TARGETS=(fuzz_json fuzz_agg_merge fuzz_agg_split fuzz_agg_config fuzz_operator_reply fuzz_scenario fuzz_http)
+TARGETS=(fuzz_json fuzz_agg_merge fuzz_agg_split fuzz_agg_config fuzz_operator_reply fuzz_scenario fuzz_http fuzz_hc_reply)
 SECS=$((100 / ${#TARGETS[@]}))
 ONLY=()
 while [ $# -gt 0 ]; do
@@ -27,7 +27,7 @@ command -v clang >/dev/null || { echo "fuzz: clang is missing (apt-get install c
 BUILD=$ROOT/build-fuzz
 OUT=$ROOT/out/fuzz
 echo "== fuzz: building (clang, ASan+UBSan, $BUILD)"
-CC=clang cmake -S "$ROOT" -B "$BUILD" -DFUZZ=ON -DSANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang cmake -S "$ROOT" -B "$BUILD" -DFUZZ=ON -DSANITIZE=address -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-$(nproc)}" >/dev/null
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
@@ -40,7 +40,7 @@ for t in "${TARGETS[@]}"; do
     dict=()
     case $t in
     fuzz_json | fuzz_agg_merge | fuzz_agg_config | fuzz_operator_reply | fuzz_scenario) dict=(-dict="$ROOT/fuzz/dict/json.dict") ;;
-    fuzz_http) dict=(-dict="$ROOT/fuzz/dict/http.dict") ;;
+    fuzz_http | fuzz_hc_reply) dict=(-dict="$ROOT/fuzz/dict/http.dict") ;;
     esac
     log=$OUT/$t.log
     rc=0

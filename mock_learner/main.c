@@ -127,6 +127,7 @@ int main(int argc, char **argv)
     raise_fd_limit();
 
     a.faults = fault_set_new(a.o.count, a.o.id_prefix, a.o.seed);
+    fault_set_id_base(a.faults, a.o.id_base);
     fault_now *now = xcalloc(FAULT_MAX, sizeof *now);
     size_t nnow = 0;
     if (load_faults(&a, now, &nnow) < 0) {
@@ -151,11 +152,12 @@ int main(int argc, char **argv)
         .host = a.o.host,
         .channel = a.o.channel,
         .heartbeat_span_ms = a.o.heartbeat_span_ms,
+        .allow_master = a.o.allow_master,
     };
     a.learners = xcalloc((size_t)a.o.count, sizeof *a.learners);
     for (int k = 0; k < a.o.count; k++) {
         char id[OPTS_PREFIX_MAX + 16];
-        snprintf(id, sizeof id, "%s%d", a.o.id_prefix, k);
+        snprintf(id, sizeof id, "%s%d", a.o.id_prefix, a.o.id_base + k);
         learner_config lc = {
             .index = k,
             .id = id,

@@ -17,6 +17,7 @@
 #define OPTS_MAX_COUNT 10000
 #define OPTS_MAX_BATCH 1000000
 #define OPTS_PREFIX_MAX 64
+#define OPTS_MAX_ID_BASE 1000000000
 
 typedef struct {
     int count;
@@ -28,7 +29,9 @@ typedef struct {
     int channel;
     long heartbeat_span_ms;   /* 3000 */
     const char *id_prefix;    /* "learner" */
+    int id_base;              /* learner k is <id_prefix><id_base + k> */
     const char *dump_path;    /* NULL: no dump */
+    struct slave_allow *allow_master; /* --allow-master (owned); NULL: anyone */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */
     size_t nfaults;

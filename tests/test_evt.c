@@ -168,13 +168,16 @@ static void lines_are_buffered_and_flushed_within_a_second(void **state)
     cleanup(path);
 }
 
-static void the_file_is_capped_with_one_rotation(void **state)
+/* 2000 lines into a 16 KiB cap, written at once (loop NULL) or buffered
+ * in batches up to 64 KiB (a loop): FILE and FILE.1 hold at most the cap,
+ * rotated more than twice, the newest lines whole, seq running on from
+ * FILE.1 into FILE. */
+static void check_cap(ev_loop *loop, const char *name)
 {
-    (void)state;
-    char *path = tmp_path("c.jsonl");
+    char *path = tmp_path(name);
     char err[256];
     size_t cap = 16 * 1024;
-    assert_int_equal(evt_init(NULL, &(evt_opts){.path = path, .process = "t", .max_bytes = cap}, err, sizeof err), 0);
+    assert_int_equal(evt_init(loop, &(evt_opts){.path = path, .process = "t", .max_bytes = cap}, err, sizeof err), 0);
     for (int i = 0; i < 2000; i++)
         EVT_EMIT(task_received, .name = "learner_learn_task", .id = "0123456789abcdef", .items = i);
     evt_stats st = evt_get_stats();
@@ -186,14 +189,38 @@ static void the_file_is_capped_with_one_rotation(void **state)
     char *rot = xasprintf("%s.1", path);
     char *old = slurp(rot, &b);
     assert_true(a + b <= cap);
-    assert_true(a > 0 && b > 0);
-    /* the newest lines are kept, whole */
-    assert_true(a >= 1 && cur[a - 1] == '\n');
+    assert_true(a > 0 && b > 0 && cur[a - 1] == '\n' && old[b - 1] == '\n');
     assert_non_null(strstr(cur, "\"items\": 1999}"));
+    evt_record last, first;
+    char *lastnl = old + b - 1;
+    char *ls = lastnl;
+    while (ls > old && ls[-1] != '\n')
+        ls--;
+    assert_int_equal(evt_parse_line(ls, (size_t)(lastnl - ls), &last, err, sizeof err), 0);
+    assert_int_equal(evt_parse_line(cur, (size_t)(strchr(cur, '\n') - cur), &first, err, sizeof err), 0);
+    assert_int_equal(first.seq, last.seq + 1);
+    evt_record_free(&last);
+    evt_record_free(&first);
     free(cur);
     free(old);
     free(rot);
     cleanup(path);
+}
+
+static void the_file_is_capped_with_one_rotation(void **state)
+{
+    (void)state;
+    check_cap(NULL, "c.jsonl");
+}
+
+/* A buffered batch is split at line ends so that neither file passes half
+ * the cap. */
+static void buffered_batches_keep_the_cap(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_loop_new();
+    check_cap(loop, "d.jsonl");
+    ev_loop_free(loop);
 }
 
 static void a_write_error_is_counted_and_never_stops(void **state)
@@ -279,6 +306,7 @@ int main(void)
         cmocka_unit_test(every_event_round_trips),
         cmocka_unit_test(lines_are_buffered_and_flushed_within_a_second),
         cmocka_unit_test(the_file_is_capped_with_one_rotation),
+        cmocka_unit_test(buffered_batches_keep_the_cap),
         cmocka_unit_test(a_write_error_is_counted_and_never_stops),
         cmocka_unit_test(an_unopenable_file_is_a_clear_error),
         cmocka_unit_test(the_reader_refuses_what_it_cannot_trust),
