@@ -831,6 +831,23 @@ static void free_jobs(app *a)
     free(a->queue);
 }
 
+/* The options of every run (all borrowed). */
+static sc_run_opts run_opts(const cli *c, char *const exes[4], const char *rprefix, unsigned char *ports_used)
+{
+    return (sc_run_opts){
+        .aggregator = exes[0],
+        .mock_learner = exes[1],
+        .mock_coordinator = exes[2],
+        .mock_operator = exes[3],
+        .out_dir = c->out_dir,
+        .replay_prefix = rprefix,
+        .ports_used = ports_used,
+        .verbose = c->verbose,
+        .learner_id_base = help_mentions(exes[1], "--id-base"),
+        .json_logs = true,
+    };
+}
+
 /* run_scenarios --explore BASE (sc_explore.h). */
 static int explore_main(cli *c, const char *argv0)
 {
@@ -847,18 +864,7 @@ static int explore_main(cli *c, const char *argv0)
     if (rc == 0) {
         unsigned char *ports_used = xcalloc(65536, 1);
         char *rprefix = replay_prefix(c, argv0);
-        sc_run_opts ro = {
-            .aggregator = exes[0],
-            .mock_learner = exes[1],
-            .mock_coordinator = exes[2],
-            .mock_operator = exes[3],
-            .out_dir = c->out_dir,
-            .replay_prefix = rprefix,
-            .ports_used = ports_used,
-            .verbose = c->verbose,
-            .learner_id_base = help_mentions(exes[1], "--id-base"),
-            .json_logs = true,
-        };
+        sc_run_opts ro = run_opts(c, exes, rprefix, ports_used);
         c->xo.base_path = c->explore;
         c->xo.jobs = c->max_jobs;
         c->xo.seed = c->has_seed ? c->seed : 1;
@@ -924,18 +930,7 @@ int main(int argc, char **argv)
     unsigned char *ports_used = NULL;
     if (rc < 0) {
         ports_used = xcalloc(65536, 1);
-        a.opts = (sc_run_opts){
-            .aggregator = exes[0],
-            .mock_learner = exes[1],
-            .mock_coordinator = exes[2],
-            .mock_operator = exes[3],
-            .out_dir = c.out_dir,
-            .replay_prefix = rprefix,
-            .ports_used = ports_used,
-            .verbose = c.verbose,
-            .learner_id_base = help_mentions(exes[1], "--id-base"),
-            .json_logs = true,
-        };
+        a.opts = run_opts(&c, exes, rprefix, ports_used);
         a.loop = ev_loop_new();
         if (!a.loop) {
             perror("run_scenarios: ev_loop_new");
