@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt.h"
 #include "hc.h"
 #include "ilog.h"
 #include "jsonx.h"
@@ -15,6 +16,7 @@ struct slave {
     ev_loop *loop;
     slave_config cfg;
     char *name;
+    char *ev_learner, *ev_label; /* events' learner and label, or NULL */
     slave_callbacks cbs;
     void *ud;
     hs_server *http;
@@ -157,6 +159,8 @@ static void forget_master(slave *s)
 static void master_lost(slave *s, const char *why)
 {
     LOG_WARN(s->name, "master lost: %s", why);
+    EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
+             .reason = why);
     forget_master(s);
     if (s->cbs.on_master_lost)
         s->cbs.on_master_lost(s->ud, why);
@@ -278,6 +282,7 @@ static void do_connect(slave *s, hs_request *r)
     char red[16];
     LOG_INFO(s->name, "connected to master %s (token %s)", s->master_address,
              ilog_redact_token(s->master_token, red, sizeof red));
+    EVT_EMIT(master_connected, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address);
     cJSON_Delete(j);
     reply_msg(r, 200, true, 0, "Connect success.");
     hb_schedule(s, 0);
@@ -295,6 +300,8 @@ static void do_disconnect(slave *s, hs_request *r)
     if (apply_verdict(r, &v, PROTO_SLAVE_DISCONNECTION_REFUSED))
         return;
     LOG_INFO(s->name, "disconnected by master %s", s->master_address);
+    EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
+             .reason = "disconnected by the master");
     forget_master(s);
     reply_msg(r, 200, true, 0, "Disconnect success.");
     if (s->cbs.on_master_lost)
@@ -467,6 +474,10 @@ slave *slave_new(ev_loop *loop, const slave_config *cfg, const slave_callbacks *
         free(s);
         return NULL;
     }
+    s->ev_learner = cfg->event_learner ? xstrdup(cfg->event_learner) : NULL;
+    s->ev_label = cfg->event_label ? xstrdup(cfg->event_label) : NULL;
+    s->cfg.event_learner = s->ev_learner;
+    s->cfg.event_label = s->ev_label;
     return s;
 }
 
@@ -479,6 +490,8 @@ void slave_free(slave *s)
         hs_stop(s->http);
     hc_free(s->client);
     free(s->name);
+    free(s->ev_learner);
+    free(s->ev_label);
     free(s);
 }
 

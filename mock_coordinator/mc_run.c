@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ev.h"
+#include "evt.h"
 #include "ilog.h"
 #include "jsonx.h"
 #include "master.h"
@@ -50,6 +51,8 @@ typedef struct {
     char *message;
     cJSON *result;
     unsigned long round;  /* learn round (1-based) or 0 */
+    char *id;             /* the task's id once sent, else NULL */
+    long items;           /* learn items sent; -1: none */
 } task_rec;
 
 /* A learn round that was sent. */
@@ -133,6 +136,7 @@ static task_rec *new_rec(run *r, size_t index)
     memset(t, 0, sizeof *t);
     t->index = index;
     t->spec = &r->script->tasks[index];
+    t->items = -1;
     return t;
 }
 
@@ -147,6 +151,8 @@ static void evaluate(run *r, size_t ri)
 {
     task_rec *t = &r->recs[ri];
     const mcs_task *s = t->spec;
+    EVT_EMIT(task_done, .name = s->name, .id = t->id, .status = t->status, .message = t->message,
+             .latency_ms = t->latency_ms);
     size_t before = mc_fail_count(&r->fails);
     char *lb = label(t);
     const char *want = mcs_status_name(s->expect.status);
@@ -263,6 +269,7 @@ static char *build_data(run *r, task_rec *t, size_t *len, char *why, size_t whyl
             return NULL;
         }
         t->round = r->nrounds + 1;
+        t->items = n;
         items = mci_build(t->round, (size_t)n, r->cfg->seed, r->cfg->item_size);
         set_member(d, "data", items);
     }
@@ -346,6 +353,8 @@ static void send_task(run *r, size_t index)
         schedule_next(r);
         return;
     }
+    t->id = xstrdup(master_task_id(mt));
+    EVT_EMIT(task_sent, .name = t->spec->name, .id = t->id, .items = t->items);
     r->pending = mt;
     r->pending_rec = ri;
     set_state(r, ST_TASK);
@@ -468,6 +477,7 @@ static void on_signal(ev_loop *loop, int signum, void *data)
     r->signum = signum;
     const char *sig = signum == SIGINT ? "SIGINT" : "SIGTERM";
     LOG_WARN(NULL, "%s: ending the run", sig);
+    EVT_EMIT(shutdown, .signal = sig, .reason = "a signal ends the run");
     if (r->pending) {
         task_rec *t = &r->recs[r->pending_rec];
         master_task_cancel(r->pending);
@@ -599,6 +609,16 @@ int mc_run_main(const mc_config *cfg, const mcs_script *script, bool script_mode
     }
     ev_signal(r.loop, SIGTERM, on_signal, &r);
     ev_signal(r.loop, SIGINT, on_signal, &r);
+    evt_opts eo = cfg->events;
+    eo.process = "mock_coordinator";
+    char eerr[512];
+    if (evt_init(r.loop, &eo, eerr, sizeof eerr) < 0) {
+        mc_fail_add(&r.fails, "--events: %s", eerr);
+        print_summary(&r, out);
+        ev_loop_free(r.loop);
+        mc_fail_free(&r.fails);
+        return 1;
+    }
     master_config mc;
     master_config_init(&mc);
     mc.http.host = cfg->host;
@@ -631,7 +651,9 @@ int mc_run_main(const mc_config *cfg, const mcs_script *script, bool script_mode
         ev_timer_stop(r.loop, r.timer);
     master_free(r.m);
     ev_loop_free(r.loop);
+    evt_close();
     for (size_t i = 0; i < r.nrecs; i++) {
+        free(r.recs[i].id);
         free(r.recs[i].message);
         cJSON_Delete(r.recs[i].result);
     }

@@ -15,7 +15,7 @@
 
 enum {
     O_COUNT = 256, O_BASE_PORT, O_HOST, O_BATCH, O_BATCHES, O_LEARN, O_LEARNS, O_CONTROL, O_CHANNEL, O_HB,
-    O_PREFIX, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION,
+    O_PREFIX, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_ID_BASE, O_LABEL, O_EVENTS,
 };
 
 static const struct option long_opts[] = {
@@ -30,6 +30,12 @@ static const struct option long_opts[] = {
     {"channel", required_argument, NULL, O_CHANNEL},
     {"heartbeat-span-ms", required_argument, NULL, O_HB},
     {"id-prefix", required_argument, NULL, O_PREFIX},
+    {"id-base", required_argument, NULL, O_ID_BASE},
+    {"label-prefix", required_argument, NULL, O_LABEL},
+    {"events", required_argument, NULL, O_EVENTS},
+    {"events-max-bytes", required_argument, NULL, O_EVENTS},
+    {"events-flush-ms", required_argument, NULL, O_EVENTS},
+    {"events-each-line", no_argument, NULL, O_EVENTS},
     {"dump", required_argument, NULL, O_DUMP},
     {"seed", required_argument, NULL, O_SEED},
     {"fault", required_argument, NULL, O_FAULT},
@@ -64,12 +70,16 @@ void opts_help(FILE *out)
             "  --channel N             the learners' channel (default 0)\n"
             "  --heartbeat-span-ms MS  heartbeat period (default 3000)\n"
             "  --id-prefix S           learner id prefix (default learner; [A-Za-z0-9_.-], at most %d)\n"
+            "  --id-base N             learner k is named <prefix><N+k> (default 0), so that the ids\n"
+            "                          of several processes are the ids an aggregator knows them by\n"
+            "  --label-prefix S        learner k's label in events is <S>k (default: its id)\n"
             "  --dump FILE             append JSON lines: each learn data item received and each\n"
             "                          result sent\n"
             "  --seed S                seed of the fault draws (\"prob\"; default 0)\n"
             "  --fault JSON            a fault object (repeatable; see below)\n"
             "  --log-level L           debug, info, warn, error or off (default info)\n"
             "  --log-format F          human or json (default human)\n"
+            EVT_CLI_HELP
             "  --help                  this text\n"
             "  --version               the version\n"
             "\n"
@@ -181,7 +191,8 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+    int li = 0;
+    while ((c = getopt_long(argc, argv, ":", long_opts, &li)) != -1) {
         const char *flag = optind > 1 ? argv[optind - 1] : "?";
         switch (c) {
         case O_COUNT:
@@ -263,6 +274,25 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
         case O_FAULT:
             o->faults[o->nfaults++] = optarg;
             break;
+        case O_ID_BASE:
+            if (!parse_long("--id-base", optarg, 0, 100000000L, &v, err, errlen))
+                return -1;
+            o->id_base = (int)v;
+            break;
+        case O_LABEL:
+            if (!*optarg || strlen(optarg) > OPTS_PREFIX_MAX) {
+                snprintf(err, errlen, "--label-prefix: '%.80s' must be 1..%d characters", optarg, OPTS_PREFIX_MAX);
+                return -1;
+            }
+            o->label_prefix = optarg;
+            break;
+        case O_EVENTS: {
+            char name[32];
+            snprintf(name, sizeof name, "--%s", long_opts[li].name);
+            if (evt_cli_flag(&o->events, name, optarg, err, errlen) < 0)
+                return -1;
+            break;
+        }
         case O_LEVEL:
             if (!ilog_parse_level(optarg, &o->log_level)) {
                 snprintf(err, errlen, "--log-level: '%.64s' is not one of debug, info, warn, error, off", optarg);

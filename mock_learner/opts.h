@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "evt.h"
 #include "ilog.h"
 
 #define OPTS_MAX_COUNT 10000
@@ -28,6 +29,9 @@ typedef struct {
     int channel;
     long heartbeat_span_ms;   /* 3000 */
     const char *id_prefix;    /* "learner" */
+    int id_base;              /* learner k is <id_prefix><id_base + k> */
+    const char *label_prefix; /* learner k's label is <label_prefix>k; NULL: its id */
+    evt_opts events;          /* --events* (path NULL: none) */
     const char *dump_path;    /* NULL: no dump */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */
