@@ -17,6 +17,7 @@
 #include "sc_run.h"
 #include "sc_scenario.h"
 #include "util.h"
+#include "ilog.h"
 #include "xalloc.h"
 
 static void usage(FILE *out)
@@ -35,6 +36,8 @@ static void usage(FILE *out)
           "                          mock_operator are (default: the build tree around run_scenarios)\n"
           "      --aggregator PATH   this aggregator executable (likewise --mock-learner,\n"
           "                          --mock-coordinator, --mock-operator)\n"
+          "      --log-level L       every process logs at L (debug, info, warn, error, off);\n"
+          "                          the runner reads their events, never their logs\n"
           "      --check             validate the scenarios, run nothing\n"
           "      --list              list the scenarios with their descriptions\n"
           "  -v, --verbose           the runner's own log on stderr as it runs\n"
@@ -272,7 +275,7 @@ static void free_inputs(sc_scenario **sc, size_t nsc, char **files, size_t nfile
 /* The command line. */
 typedef struct {
     int max_jobs;
-    const char *bin_dir, *out_dir, *junit, *html;
+    const char *bin_dir, *out_dir, *junit, *html, *log_level;
     const char *exe_over[4];
     bool check_only, list, verbose, quiet, has_seed;
     uint64_t seed;
@@ -349,6 +352,14 @@ static int parse_args(int argc, char **argv, cli *c)
         } else if (strcmp(f, "--bin-dir") == 0) {
             NEEDVAL();
             c->bin_dir = val;
+        } else if (strcmp(f, "--log-level") == 0) {
+            NEEDVAL();
+            ilog_level lv;
+            if (!ilog_parse_level(val, &lv)) {
+                fprintf(stderr, "run_scenarios: --log-level: \"%s\" is not debug, info, warn, error or off\n", val);
+                return 2;
+            }
+            c->log_level = val;
         } else if (strcmp(f, "--check") == 0) {
             c->check_only = true;
         } else if (strcmp(f, "--list") == 0) {
@@ -591,6 +602,9 @@ int main(int argc, char **argv)
         .verbose = c.verbose,
         .learner_id_base = help_mentions(exes[1], "--id-base"),
         .json_logs = true,
+        .agg_events = help_mentions(exes[0], "--events "),
+        .agg_each_line = help_mentions(exes[0], "--events-each-line"),
+        .log_level = c.log_level,
     };
     a.loop = ev_loop_new();
     if (!a.loop) {

@@ -78,6 +78,8 @@ int sr_spawn(sc_run *r, int idx)
     char err[512];
     rp->ready = false;
     rp->runner_signal = false;
+    if (sc_proc_spawns(rp->p) > 0)
+        sr_events_restart(r, idx);
     if (sc_proc_spawn(rp->p, rp->argv, rp->env, err, sizeof err) != 0) {
         sr_fail(r, "cannot start %s: %s", sc_scenario_proc_name(r->s, idx), err);
         return -1;
@@ -104,13 +106,26 @@ static void push_flag(char ***v, const char *flag, const char *fmt, ...)
     util_strv_push(v, xstrdup(buf));
 }
 
-/* Learners and the coordinator log at debug: their per-task lines are the
- * runner's events. */
+/* The log level: --log-level of run_scenarios, else the process's default
+ * (the runner reads no log: they are for people). */
 static void log_flags(char ***v, const sc_run *r, const char *level)
 {
     if (r->opts.json_logs)
         push_flag(v, "--log-format", "json");
-    push_flag(v, "--log-level", "%s", level);
+    push_flag(v, "--log-level", "%s", r->opts.log_level ? r->opts.log_level : level);
+}
+
+/* What the runner reads: the process's events, each line written at once,
+ * to <run folder>/<name>.events.jsonl (sc_events.c follows it). The cap is
+ * far above what a run writes, so that no line is rotated away. */
+static void events_flags(char ***v, const sc_run *r, int idx)
+{
+    push_flag(v, "--events", "%s/%s.events.jsonl", r->run_dir, sc_scenario_proc_name(r->s, idx));
+    if (idx != SC_PROC_AGG || r->opts.agg_each_line)
+        util_strv_push(v, xstrdup("--events-each-line"));
+    else
+        push_flag(v, "--events-flush-ms", "%d", 20);
+    push_flag(v, "--events-max-bytes", "%d", 1 << 30);
 }
 
 char *sr_dump_path(const sc_run *r, size_t g)
@@ -163,6 +178,7 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     if (r->opts.learner_id_base) {
         push_flag(&v, "--id-prefix", "learner");
         push_flag(&v, "--id-base", "%d", gr->first);
+        push_flag(&v, "--label-prefix", "%s-learner", gr->name);
     } else {
         push_flag(&v, "--id-prefix", "%s", g == 0 ? "learner" : gr->name);
         if (g != 0) {
@@ -176,7 +192,8 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
     for (size_t f = 0; f < gr->nfaults; f++)
         push_flag(&v, "--fault", "%s", gr->faults[f]);
-    log_flags(&v, r, "debug");
+    events_flags(&v, r, SC_PROC_GROUP0 + (int)g);
+    log_flags(&v, r, "info");
     for (size_t a = 0; a < gr->nargs; a++)
         util_strv_push(&v, xstrdup(gr->args[a]));
     rp->argv = v;
@@ -210,6 +227,7 @@ static void operator_command(sc_run *r, uint64_t *sx)
     util_strv_push(&v, xstrdup("--learners"));
     util_strv_push(&v, ls);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
+    events_flags(&v, r, SC_PROC_OP);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < s->nop_args; a++)
         util_strv_push(&v, xstrdup(s->op_args[a]));
@@ -244,6 +262,8 @@ static void aggregator_command(sc_run *r)
             push_flag(&v, "--learner", "learner%d=%s", i, a);
             free(a);
         }
+    if (r->opts.agg_events)
+        events_flags(&v, r, SC_PROC_AGG);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < s->nagg_args; a++)
         util_strv_push(&v, xstrdup(s->agg_args[a]));
@@ -298,7 +318,8 @@ static int coordinator_command(sc_run *r, uint64_t *sx)
         push_flag(&v, "--dump", "%s", dp);
         free(dp);
     }
-    log_flags(&v, r, "debug");
+    events_flags(&v, r, SC_PROC_COORD);
+    log_flags(&v, r, "info");
     for (size_t a = 0; a < s->ncoord_args; a++)
         util_strv_push(&v, xstrdup(s->coord_args[a]));
     rp->argv = v;

@@ -64,6 +64,8 @@ static void probe_done(sc_run *r)
 {
     if (--r->probes > 0)
         return;
+    sr_events_drain_all(r);
+    sr_check_faults_fired(r);
     sr_evaluate(r);
     sr_teardown(r);
 }
@@ -76,7 +78,7 @@ static void on_probe_metrics(void *data, const hc_result *res)
         r->agg_answered = true;
         r->final_metrics = xstrdup(res->body ? res->body : "");
         double v;
-        if (sc_prom_value(r->final_metrics, WORLD_METRIC, NULL, &v))
+        if (!r->opts.agg_events && sc_prom_value(r->final_metrics, WORLD_METRIC, NULL, &v))
             sr_add_sample(r, sr_now(r), (int)v);
     } else {
         r->agg_probe_error = res->error ? xstrdup(res->error) : xasprintf("HTTP %ld", res->status);

@@ -299,7 +299,7 @@ void sr_on_ready(sc_run *r, int idx, cJSON *j)
             sr_mark(r, 3, -1, "aggregator ready");
             if (r->s->coordinator)
                 r->coord_timer = ev_timer_start(r->loop, (uint64_t)r->s->coord_start_ms, on_coord_timer, r);
-            if (!r->sample_timer && !r->sample_req)
+            if (!r->opts.agg_events && !r->sample_timer && !r->sample_req)
                 r->sample_timer = ev_timer_start(r->loop, 0, sr_on_sample_timer, r);
         }
         break;
@@ -325,6 +325,7 @@ void sr_on_exit(void *ud, sc_proc *p, int status)
     char how[128];
     sc_describe_status(status, how, sizeof how);
     sr_log(r, "%s %s", name, how);
+    sr_events_drain(r, idx); /* what it wrote before it ended comes first */
     if (r->ph >= PH_STOPPING) {
         /* the aggregator must leave cleanly on SIGTERM */
         if (idx == SC_PROC_AGG && rp->teardown && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
@@ -465,6 +466,17 @@ static void finish_result(sc_run *r)
         cJSON_AddStringToObject(c, "detail", res->checks[i].detail);
         cJSON_AddItemToArray(cs, c);
     }
+    /* the timeline's marks: faults fired, exits, events */
+    cJSON *ms = cJSON_AddArrayToObject(j, "marks");
+    static const char *const mark_kinds[] = {"fault", "exit", "event", "note"};
+    for (size_t i = 0; i < res->nmarks; i++) {
+        cJSON *m = cJSON_CreateObject();
+        cJSON_AddItemToObject(m, "t_ms", jsonx_new_double(res->marks[i].t_ms));
+        cJSON_AddStringToObject(m, "kind", mark_kinds[res->marks[i].kind & 3]);
+        cJSON_AddItemToObject(m, "learner", jsonx_new_i64(res->marks[i].learner));
+        cJSON_AddStringToObject(m, "label", res->marks[i].label);
+        cJSON_AddItemToArray(ms, m);
+    }
     char *text = cJSON_Print(j);
     cJSON_Delete(j);
     char *path = xasprintf("%s/result.json", r->run_dir);
@@ -560,6 +572,8 @@ static void on_start_timer(ev_loop *loop, void *data)
         return;
     }
     sr_write_commands(r);
+    if (sr_events_watch(r) != 0)
+        return;
     if (r->s->k8s) {
         sr_set_phase(r, PH_OPERATOR);
         sr_spawn(r, SC_PROC_OP);
@@ -593,6 +607,7 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
     r->done = done;
     r->ud = ud;
     r->hc = hc_new(loop);
+    r->ino_fd = -1;
     r->seed = opts->has_seed ? opts->seed : s->seed;
     r->start_ms = ev_now_ms();
     r->run_dir = xasprintf("%s/runs/%s-%llu", opts->out_dir, s->name, (unsigned long long)r->seed);
@@ -611,6 +626,8 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
         rproc *rp = &r->procs[i];
         rp->run = r;
         rp->idx = (int)i;
+        rp->ev_fd = -1;
+        rp->ev_seq = -1;
         const char *nm = sc_scenario_proc_name(s, (int)i);
         for (const char *ext = ".log"; ext; ext = strcmp(ext, ".log") == 0 ? ".out" : NULL) {
             char *p = xasprintf("%s/%s%s", r->run_dir, nm, ext);
@@ -689,6 +706,7 @@ void sc_run_free(sc_run *r)
     sr_stop_all_timers(r);
     sr_stop_timer(r, &r->kill_timer);
     sr_stop_timer(r, &r->done_timer);
+    sr_events_free(r);
     hc_free(r->hc);
     for (size_t i = 0; i < r->nprocs; i++) {
         sc_proc_free(r->procs[i].p);

@@ -4,8 +4,9 @@
  * expectations, and stops everything it started. Several runs share one loop
  * (run_scenarios -j N), each in its own run folder and ports.
  *
- * Events are detected from the processes' log lines as they stream in (every
- * child logs with --log-format json): see docs/scenarios.md, "Events".
+ * What happens is read from the processes' events files (--events, one per
+ * process in the run folder, followed as they grow; docs/events.md), never
+ * from their logs: see docs/scenarios.md, "Events".
  *
  * Ownership: a run borrows its scenario, options and procset (they outlive
  * it); its result belongs to the run until sc_run_free().
@@ -36,6 +37,13 @@ typedef struct {
     bool verbose;             /* print the runner's own log to stderr too */
     bool learner_id_base;     /* mock_learner takes --id-base */
     bool json_logs;           /* children log JSON (--log-format json) */
+    bool agg_events;          /* the aggregator takes --events: the world size,
+                                 joins and leaves come from its events (else
+                                 the world size is sampled from /metrics) */
+    bool agg_each_line;       /* ... and --events-each-line (else it flushes
+                                 its events every 20 ms) */
+    const char *log_level;    /* every process's --log-level; NULL: each its
+                                 default (info; debug for the mocks) */
 } sc_run_opts;
 
 /* One checked expectation (or an infrastructure failure). */

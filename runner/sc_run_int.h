@@ -49,6 +49,18 @@ typedef struct {
     bool teardown; /* exit during teardown */
     int base_port, ctl_port;
     ev_timer *start_timer; /* start_ms of a learner group */
+    /* its events file (sc_events.c), followed as it grows */
+    char *ev_path;      /* <run folder>/<name>.events.jsonl */
+    int ev_fd;          /* -1: not open yet */
+    xbuf ev_part;       /* the last line, while it is incomplete */
+    long ev_line;       /* lines read so far */
+    int64_t ev_seq;     /* the last "seq" seen; -1: none */
+    char *ev_run;       /* the "run" of the lines being read */
+    int ev_bad;         /* lines that failed evt_parse_line */
+    int ev_files;       /* earlier files kept (one per restart) */
+    int *fault_id;      /* learner groups: [k] first id of --fault k */
+    int *fault_n;       /* [k] how many faults --fault k holds */
+    int *fault_fired;   /* [k] fault_fired events of --fault k */
 } rproc;
 
 typedef struct act_ref {
@@ -86,6 +98,10 @@ struct sc_run {
     ev_timer **cont_timers; /* [action]: stop's automatic cont */
     bool *fired;
     /* events */
+    int ino_fd;          /* inotify on the run folder; -1: none */
+    char **op_fired_kind; /* the operator's fault_fired events: kind and */
+    int64_t *op_fired_id; /* fault id of each distinct fault that fired */
+    size_t nop_fired;
     int *lt_count; /* [learner * NTASKN + name] tasks received */
     int *lt_any;   /* [learner] */
     int *bar_open; /* [learner]: open bar index or -1 */
@@ -147,6 +163,18 @@ int sr_spawn(sc_run *r, int idx);                    /* 0, or -1 and the run fai
 
 /* sc_events.c */
 void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len);
+/* Watches the run folder for the processes' events files; 0 or -1 (the
+ * run fails). */
+int sr_events_watch(sc_run *r);
+/* Reads what a process's events file holds now (every complete line). */
+void sr_events_drain(sc_run *r, int idx);
+void sr_events_drain_all(sc_run *r);
+/* Before a process is started again: its file so far is read and kept as
+ * <name>.events.<n>.jsonl. */
+void sr_events_restart(sc_run *r, int idx);
+/* Configured faults that never fired: failed checks (at the end). */
+void sr_check_faults_fired(sc_run *r);
+void sr_events_free(sc_run *r);
 /* A process became ready or exited: actions triggered by it. */
 void sr_proc_event(sc_run *r, sc_when_kind kind, int proc);
 
