@@ -277,6 +277,66 @@ static void on_group_event(sc_run *r, rproc *rp, const evt_record *e)
     }
 }
 
+/* Counts the line against the expect.events it matches. */
+static void match_expectations(sc_run *r, const rproc *rp, const evt_record *e)
+{
+    const sc_expect *x = &r->s->expect;
+    for (size_t k = 0; k < x->nevents; k++) {
+        const sc_expect_event *w = &x->events[k];
+        if (w->event != (int)e->id || strcmp(w->process, sc_scenario_proc_name(r->s, rp->idx)) != 0)
+            continue;
+        if (w->learner >= 0 && event_learner(r, e, rp->idx >= SC_PROC_GROUP0 ? rp->idx - SC_PROC_GROUP0 : -1) !=
+                                   w->learner)
+            continue;
+        bool ok = true;
+        for (const cJSON *f = w->where ? w->where->child : NULL; ok && f; f = f->next) {
+            const cJSON *got = cJSON_GetObjectItemCaseSensitive(e->tree, f->string);
+            ok = got && cJSON_Compare(got, f, true);
+        }
+        for (const cJSON *f = w->contains ? w->contains->child : NULL; ok && f; f = f->next) {
+            const cJSON *got = cJSON_GetObjectItemCaseSensitive(e->tree, f->string);
+            ok = cJSON_IsString(got) && strstr(got->valuestring, f->valuestring);
+        }
+        if (ok)
+            r->ev_expect_n[k]++;
+    }
+}
+
+void sr_check_events(sc_run *r)
+{
+    const sc_expect *x = &r->s->expect;
+    for (size_t k = 0; k < x->nevents; k++) {
+        const sc_expect_event *w = &x->events[k];
+        xbuf what = {0};
+        xbuf_printf(&what, "%s writes %s", w->process, evt_name((evt_id)w->event));
+        if (w->learner >= 0)
+            xbuf_printf(&what, " about learner%d", w->learner);
+        for (int c = 0; c < 2; c++) {
+            const cJSON *o = c ? w->contains : w->where;
+            for (const cJSON *f = o ? o->child : NULL; f; f = f->next) {
+                char *t = jsonx_print(f);
+                xbuf_printf(&what, " %s %s %s", f == o->child ? "with" : "and", f->string, c ? "containing" : "=");
+                xbuf_printf(&what, " %.200s", t);
+                free(t);
+            }
+        }
+        if (w->max < 0)
+            xbuf_printf(&what, " at least %d time%s", w->min, w->min == 1 ? "" : "s");
+        else if (w->max == w->min)
+            xbuf_printf(&what, " exactly %d time%s", w->min, w->min == 1 ? "" : "s");
+        else
+            xbuf_printf(&what, " %d to %d times", w->min, w->max);
+        int n = r->ev_expect_n ? r->ev_expect_n[k] : 0;
+        int idx = -1;
+        for (size_t p = 0; p < r->nprocs; p++)
+            if (strcmp(sc_scenario_proc_name(r->s, (int)p), w->process) == 0)
+                idx = (int)p;
+        sr_check(r, n >= w->min && (w->max < 0 || n <= w->max), w->line, what.data, "%d such line%s in %s", n,
+                 n == 1 ? "" : "s", idx >= 0 && r->procs[idx].ev_path ? r->procs[idx].ev_path : "its events file");
+        xbuf_free(&what);
+    }
+}
+
 /* One line of a process's events file (without its newline). */
 static void on_event_line(sc_run *r, rproc *rp, const char *line, size_t len)
 {
@@ -298,6 +358,7 @@ static void on_event_line(sc_run *r, rproc *rp, const char *line, size_t len)
         sr_check(r, false, 0, "every event line is valid", "%s:%ld: seq %" PRId64 " after %" PRId64 ": lines are lost",
                  rp->ev_path, rp->ev_line, e.seq, rp->ev_seq);
     rp->ev_seq = e.seq;
+    match_expectations(r, rp, &e);
     if (r->ph >= PH_STOPPING) /* checked already; nothing more happens */
         ;
     else if (rp->idx == SC_PROC_AGG)
@@ -413,6 +474,7 @@ int sr_events_watch(sc_run *r)
         if (i >= SC_PROC_GROUP0)
             count_group_faults(r, i - SC_PROC_GROUP0);
     }
+    r->ev_expect_n = xcalloc(r->s->expect.nevents + 1, sizeof *r->ev_expect_n);
     r->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
     if (r->ino_fd < 0 || inotify_add_watch(r->ino_fd, r->run_dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0 ||
         ev_fd_set(r->loop, r->ino_fd, EV_READ, on_inotify, r) < 0) {
@@ -543,4 +605,5 @@ void sr_events_free(sc_run *r)
         free(r->op_fired_kind[k]);
     free(r->op_fired_kind);
     free(r->op_fired_id);
+    free(r->ev_expect_n);
 }

@@ -66,6 +66,7 @@ static void probe_done(sc_run *r)
         return;
     sr_events_drain_all(r);
     sr_check_faults_fired(r);
+    sr_check_events(r);
     sr_evaluate(r);
     sr_teardown(r);
 }

@@ -466,7 +466,7 @@ static void finish_result(sc_run *r)
         cJSON_AddStringToObject(c, "detail", res->checks[i].detail);
         cJSON_AddItemToArray(cs, c);
     }
-    /* the timeline's marks: faults fired, exits, events */
+    /* the timeline's marks: the fired faults, exits, events */
     cJSON *ms = cJSON_AddArrayToObject(j, "marks");
     static const char *const mark_kinds[] = {"fault", "exit", "event", "note"};
     for (size_t i = 0; i < res->nmarks; i++) {

@@ -99,6 +99,7 @@ struct sc_run {
     bool *fired;
     /* events */
     int ino_fd;          /* inotify on the run folder; -1: none */
+    int *ev_expect_n;    /* [k] lines matching expect.events[k] */
     char **op_fired_kind; /* the operator's fault_fired events: kind and */
     int64_t *op_fired_id; /* fault id of each distinct fault that fired */
     size_t nop_fired;
@@ -174,6 +175,8 @@ void sr_events_drain_all(sc_run *r);
 void sr_events_restart(sc_run *r, int idx);
 /* Configured faults that never fired: failed checks (at the end). */
 void sr_check_faults_fired(sc_run *r);
+/* expect.events (at the end). */
+void sr_check_events(sc_run *r);
 void sr_events_free(sc_run *r);
 /* A process became ready or exited: actions triggered by it. */
 void sr_proc_event(sc_run *r, sc_when_kind kind, int proc);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt.h"
 #include "jsonx.h"
 #include "sc_jpos.h"
 #include "xalloc.h"
@@ -920,10 +921,90 @@ static void parse_expect_tasks(vctx *v, sc_scenario *s, const cJSON *list, const
     }
 }
 
+/* expect.events: [{"process", "event", "learner"?, "where"?, "contains"?,
+ * "min"?, "max"?}] (see sc_expect_event). */
+static void parse_expect_events(vctx *v, sc_scenario *s, const cJSON *ev)
+{
+    sc_expect *e = &s->expect;
+    if (!ev || !want_type(v, ev, "expect.events", "list"))
+        return;
+    static const char *const k2[] = {"process", "event", "learner", "where", "contains", "min", "max", NULL};
+    e->events = xcalloc((size_t)cJSON_GetArraySize(ev) + 1, sizeof *e->events);
+    size_t i = 0;
+    for (const cJSON *m = ev->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.events[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_event *x = &e->events[e->nevents++];
+        x->line = line_of(v, p);
+        x->learner = -1;
+        x->process = get_str(v, m, p, "process", true);
+        if (x->process) {
+            char *pp = jpath(p, "process");
+            proc_ref(v, s, x->process, pp, NULL);
+            free(pp);
+        }
+        char *name = get_str(v, m, p, "event", true);
+        x->event = name ? evt_lookup(name) : -1;
+        if (name && x->event < 0) {
+            xbuf known = {0};
+            for (int k = 0; k < EVT_COUNT; k++)
+                xbuf_printf(&known, "%s%s", k ? ", " : "", evt_name((evt_id)k));
+            char *ep = jpath(p, "event");
+            verr(v, ep, "no event '%s' (docs/events.md: %s)", name, known.data);
+            free(ep);
+            xbuf_free(&known);
+        }
+        free(name);
+        const cJSON *lr = jsonx_get(m, "learner");
+        if (lr) {
+            char *lp = jpath(p, "learner");
+            x->learner = learner_ref(v, s, lr, lp);
+            free(lp);
+        }
+        for (int w = 0; w < 2; w++) {
+            const char *key = w ? "contains" : "where";
+            const cJSON *o = jsonx_get(m, key);
+            if (!o)
+                continue;
+            char *op = jpath(p, key);
+            if (want_type(v, o, op, "object")) {
+                for (const cJSON *f = o->child; f; f = f->next) {
+                    int fid = -1;
+                    for (int k = 0; k < EVT_FIELD_COUNT; k++)
+                        if (strcmp(evt_field_name((evt_field_id)k), f->string) == 0)
+                            fid = k;
+                    char *fp = jpath(op, f->string);
+                    if (fid < 0 || (x->event >= 0 && !(evt_mask((evt_id)x->event) & (UINT64_C(1) << fid))))
+                        verr(v, fp, "the event %s has no field '%s' (docs/events.md)",
+                             x->event >= 0 ? evt_name((evt_id)x->event) : "?", f->string);
+                    else if (w && !cJSON_IsString(f))
+                        verr(v, fp, "must be a string (a text the field contains), not %s", jsonx_type_name(f));
+                    free(fp);
+                }
+                if (w)
+                    x->contains = jsonx_dup(o);
+                else
+                    x->where = jsonx_dup(o);
+            }
+            free(op);
+        }
+        x->min = (int)get_int(v, m, p, "min", 0, 1000000000L, 1);
+        x->max = (int)get_int(v, m, p, "max", -1, 1000000000L, -1);
+        if (x->max >= 0 && x->min > x->max) {
+            verr(v, p, "min %d is above max %d", x->min, x->max);
+        }
+        free(p);
+    }
+}
+
 static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
 {
     static const char *const keys[] = {"coordinator_ok", "task_count", "all_tasks", "tasks", "failures_contain",
-                                       "world_size", "metrics", "logs", "learner_tasks", "exits", "operator",
+                                       "world_size", "metrics", "logs", "events", "learner_tasks", "exits", "operator",
                                        "exactly_once", "max_duration_ms", "aggregator_alive", NULL};
     sc_expect *e = &s->expect;
     e->coordinator_ok = -1;
@@ -1074,6 +1155,8 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
             free(p);
         }
     }
+
+    parse_expect_events(v, s, jsonx_get(x, "events"));
 
     const cJSON *lt = jsonx_get(x, "learner_tasks");
     if (lt && want_type(v, lt, "expect.learner_tasks", "list")) {
@@ -1393,6 +1476,12 @@ void sc_scenario_free(sc_scenario *s)
         cJSON_Delete(e->metrics[i].labels);
     }
     free(e->metrics);
+    for (size_t i = 0; i < e->nevents; i++) {
+        free(e->events[i].process);
+        cJSON_Delete(e->events[i].where);
+        cJSON_Delete(e->events[i].contains);
+    }
+    free(e->events);
     for (size_t i = 0; i < e->nlogs; i++) {
         free(e->logs[i].process);
         free(e->logs[i].contains);

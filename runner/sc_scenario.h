@@ -158,6 +158,19 @@ typedef struct {
     int line;
 } sc_expect_log;
 
+/* Events a process must write (docs/events.md): how many lines of one
+ * event, optionally about one learner, whose fields equal the values of
+ * "where" and contain the texts of "contains". */
+typedef struct {
+    char *process;
+    int event;       /* evt_id */
+    int learner;     /* global index; -1: any */
+    cJSON *where;    /* object: field -> exact value, or NULL */
+    cJSON *contains; /* object: field -> text it contains, or NULL */
+    int min, max;    /* max < 0: unbounded */
+    int line;
+} sc_expect_event;
+
 typedef struct {
     int learner;     /* global index */
     char *task;      /* full name or NULL: any */
@@ -188,6 +201,8 @@ typedef struct {
     size_t nmetrics;
     sc_expect_log *logs;
     size_t nlogs;
+    sc_expect_event *events;
+    size_t nevents;
     sc_expect_learner_tasks *learner_tasks;
     size_t nlearner_tasks;
     sc_expect_exit *exits;
