@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jsonx.h"
 #include "sc_run_int.h"
 #include "util.h"
 
@@ -128,6 +129,22 @@ static void events_flags(char ***v, const sc_run *r, int idx)
     push_flag(v, "--events-max-bytes", "%d", 1 << 30);
 }
 
+/* --fault TEXT without "optional", which is the runner's (a fault that may
+ * not fire), not the mock's. */
+static void push_fault(char ***v, const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    if (cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "optional")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "optional");
+        char *t = jsonx_print(j);
+        push_flag(v, "--fault", "%s", t);
+        free(t);
+    } else {
+        push_flag(v, "--fault", "%s", text);
+    }
+    cJSON_Delete(j);
+}
+
 char *sr_dump_path(const sc_run *r, size_t g)
 {
     return xasprintf("%s/%s.dump.jsonl", r->run_dir, r->s->groups[g].name);
@@ -191,7 +208,7 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     free(dp);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
     for (size_t f = 0; f < gr->nfaults; f++)
-        push_flag(&v, "--fault", "%s", gr->faults[f]);
+        push_fault(&v, gr->faults[f]);
     events_flags(&v, r, SC_PROC_GROUP0 + (int)g);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < gr->nargs; a++)
