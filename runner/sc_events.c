@@ -461,12 +461,6 @@ static void count_group_faults(sc_run *r, size_t g)
 
 int sr_events_watch(sc_run *r)
 {
-    for (size_t i = 0; i < r->s->nactions; i++)
-        if (r->s->actions[i].when.kind == SC_WHEN_LOG) {
-            sr_fail(r, "%s:%d: the \"log\" trigger is no longer supported: triggers come from the processes' events "
-                    "(docs/scenarios.md, \"Events\")", r->s->path, r->s->actions[i].line);
-            return -1;
-        }
     for (size_t i = 0; i < r->nprocs; i++) {
         rproc *rp = &r->procs[i];
         rp->ev_path = xasprintf("%s/%s.events.jsonl", r->run_dir, sc_scenario_proc_name(r->s, (int)i));

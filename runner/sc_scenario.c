@@ -702,6 +702,8 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
         break;
     }
     if (w->kind == SC_WHEN_LOG) {
+        verr(v, path, "the log event is no longer a trigger: the runner reads the processes' events, not their "
+                      "logs (docs/events.md); use learner_task, task_sent, task_done, ready or exit");
         w->contains = get_str(v, on, path, "contains", true);
         if (w->contains && !w->contains[0])
             verr(v, path, "contains: an empty text matches every line");

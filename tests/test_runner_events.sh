@@ -74,6 +74,19 @@ scenario bad_name '{"kind": "crash", "task": "learner_learn_task", "at": 1}' "$c
 "$RS" --check "$OUT/sc/bad_name.json" > "$OUT/log" 2>&1 && fail "bad_name validated"
 grep -q "bad_name.json:[0-9]*: expect.events\[0\].event: no event 'fault_fird'" "$OUT/log" || fail "no file:line for the unknown event"
 
+# the log trigger is gone: --check says so, with file:line
+cat > "$OUT/sc/log_trigger.json" <<'J'
+{
+  "description": "an action on a log line",
+  "learners": [{"name": "pool", "count": 1}],
+  "actions": [{"on": {"event": "log", "process": "aggregator", "contains": "joined"}, "do": "kill", "target": "pool"}],
+  "expect": {"coordinator_ok": true}
+}
+J
+"$RS" --check "$OUT/sc/log_trigger.json" > "$OUT/log" 2>&1 && fail "the log trigger validated"
+grep -q "log_trigger.json:4: actions\[0\].on: the log event is no longer a trigger" "$OUT/log" || fail "no file:line for the log trigger"
+rm "$OUT/sc/log_trigger.json"
+
 # a bad event line: the run is red, with the file and line
 cat > "$OUT/bad/mock_learner" <<S
 #!/bin/sh
