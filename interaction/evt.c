@@ -48,6 +48,29 @@ const char *evt_field_name(evt_field_id f) { return (unsigned)f < EVT_FIELD_COUN
 evt_type evt_field_type(evt_field_id f) { return (unsigned)f < EVT_FIELD_COUNT ? g_fields[f].type : EVT_STR; }
 const char *evt_field_doc(evt_field_id f) { return (unsigned)f < EVT_FIELD_COUNT ? g_fields[f].doc : ""; }
 
+static const struct {
+    const char *name;
+    const char *doc;
+} g_causes[EVT_CAUSE_COUNT] = {
+#define EVT_X_CTABLE(cname, doc) {#cname, doc},
+    EVT_CAUSES(EVT_X_CTABLE)
+#undef EVT_X_CTABLE
+};
+
+const char *evt_cause_name(evt_cause c)
+{
+    return (unsigned)c < EVT_CAUSE_COUNT ? g_causes[c].name : g_causes[EVT_CAUSE_other].name;
+}
+const char *evt_cause_doc(evt_cause c) { return (unsigned)c < EVT_CAUSE_COUNT ? g_causes[c].doc : ""; }
+
+int evt_cause_lookup(const char *word)
+{
+    for (int i = 0; i < EVT_CAUSE_COUNT; i++)
+        if (strcmp(g_causes[i].name, word) == 0)
+            return i;
+    return -1;
+}
+
 int evt_lookup(const char *name)
 {
     for (int i = 0; i < EVT_COUNT; i++)
@@ -386,6 +409,10 @@ int evt_parse_line(const char *line, size_t len, evt_record *out, char *err, siz
         bool ok = g_fields[i].type == EVT_STR   ? cJSON_IsString(fv)
                   : g_fields[i].type == EVT_INT ? jsonx_get_i64(fv, &(int64_t){0})
                                                 : jsonx_is_number(fv);
+        if (ok && i == EVT_F_cause && evt_cause_lookup(fv->valuestring) < 0) {
+            snprintf(err, errlen, "%s: cause \"%.40s\" is not a word of the list", name, fv->valuestring);
+            goto fail;
+        }
         if (!ok) {
             snprintf(err, errlen, "%s: field \"%s\" should be %s, not %s", name, g_fields[i].name,
                      g_fields[i].type == EVT_STR ? "a string" : g_fields[i].type == EVT_INT ? "an integer" : "a number",

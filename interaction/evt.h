@@ -53,20 +53,23 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(id, STR, "task id (the coordinator's)")                                                           \
     F(sub_id, STR, "the id of the task one learner was sent for a coordinator task")                    \
     F(items, INT, "learn items carried (-1: not a learn task)")                                         \
-    F(status, STR, "\"completed\" or \"failed\" (the coordinator also: \"start_failed\", \"skipped\")")                                                       \
+    F(status, STR, "\"completed\" or \"failed\" (the coordinator also: \"start_failed\", \"skipped\")") \
     F(message, STR, "why a task failed, as the coordinator is told (null when completed)")              \
-    F(reason, STR, "why it happened, in words")                                                         \
+    F(reason, STR, "why it happened, in words (for people: match on cause, never on reason)")           \
+    F(cause, STR, "why it happened, as one word of EVT_CAUSES (for programs)")                          \
     F(latency_ms, DBL, "from receipt (or sending) to the end")                                          \
     F(world, INT, "the world size after the event (learners connected)")                                \
     F(attempts, INT, "how many /connect attempts so far")                                               \
     F(after_ms, INT, "milliseconds since the learner's join window (or absence) began")                 \
     F(kind, STR, "fault kind (crash, hang, error_status, ...)")                                         \
     F(count, INT, "the fault's firing: 1 for its first")                                                \
-    F(fault, INT, "the fault's id in the mock that applies it (1, 2, ... in the order given; 0: none)")    \
+    F(fault, INT, "the fault's id in the mock that applies it (1, 2, ... in the order given; 0: none)") \
     F(master, STR, "the master's address as it gave it in /connect")                                    \
     F(added, JSON, "learners the operator listed that the aggregator took in (a list of ids)")          \
     F(removed, JSON, "learners no longer listed, disconnected (a list of ids)")                         \
-    F(failed, JSON, "learners reported failed to the operator in this sync (a list of ids)")            \
+    F(failed, JSON, "learners that failed: reported to the operator in this sync, or not joined at ready " \
+                    "(a list of ids)")                                                                 \
+    F(joined, JSON, "learners in the world at ready (a list of ids)")                                   \
     F(error, STR, "what went wrong with the operator (null: the sync succeeded)")                       \
     F(method, STR, "HTTP method of an operator request")                                                \
     F(path, STR, "HTTP path of an operator request")                                                    \
@@ -88,21 +91,25 @@ typedef enum {
 /* The events: name, fields (a mask of EVF()), meaning. */
 #define EVT_LIST(E)                                                                                     \
     E(started, EVF(version) | EVF(pid) | EVF(config), "the process started (first line of each run)") \
+    E(ready, EVF(world) | EVF(joined) | EVF(failed),                                                    \
+      "start-up ended: every listening port is up (the aggregator: every learner joined or failed)")  \
     E(learner_joined, EVF(learner) | EVF(label) | EVF(addr) | EVF(world) | EVF(attempts) | EVF(after_ms), \
       "a learner accepted /connect for the first time: it is in the world")                            \
-    E(learner_connect_error, EVF(learner) | EVF(addr) | EVF(reason) | EVF(attempts) | EVF(after_ms),   \
+    E(learner_connect_error, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(http_status) |    \
+                                 EVF(attempts) | EVF(after_ms),                                         \
       "a /connect to a learner failed: emitted for its first failure and whenever the reason changes") \
-    E(learner_join_failed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(attempts) | EVF(after_ms),     \
+    E(learner_join_failed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(attempts) |         \
+                               EVF(after_ms),                                                           \
       "a learner did not join within max_retry: reported failed (it is still retried in the background)") \
-    E(learner_left, EVF(learner) | EVF(addr) | EVF(reason) | EVF(world),                                \
+    E(learner_left, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(world),                   \
       "a connected learner was lost (heartbeats, a failed request, a restart): it left the world")     \
     E(learner_retaken, EVF(learner) | EVF(addr) | EVF(world) | EVF(attempts) | EVF(after_ms),          \
       "a learner that had left (or had failed to join) accepted /connect again")                       \
-    E(learner_removed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(world),                             \
+    E(learner_removed, EVF(learner) | EVF(addr) | EVF(reason) | EVF(cause) | EVF(world),                \
       "a learner was forgotten (the operator no longer lists it)")                                     \
     E(heartbeat_lost, EVF(learner) | EVF(addr) | EVF(after_ms),                                        \
       "no heartbeat within the tolerance (after_ms: since the last one)")                              \
-    E(task_received, EVF(learner) | EVF(label) | EVF(name) | EVF(id) | EVF(items),                                   \
+    E(task_received, EVF(learner) | EVF(name) | EVF(id) | EVF(items),                                   \
       "a task arrived from the master (the aggregator: from the coordinator; a mock learner: from the " \
       "aggregator, learner set)")                                                                      \
     E(task_sent, EVF(learner) | EVF(name) | EVF(id) | EVF(items),                                       \
@@ -110,24 +117,60 @@ typedef enum {
     E(subtask_sent, EVF(learner) | EVF(name) | EVF(id) | EVF(sub_id) | EVF(items),                      \
       "the aggregator sent one learner its part of a coordinator task")                                \
     E(subtask_done, EVF(learner) | EVF(name) | EVF(id) | EVF(sub_id) | EVF(status) | EVF(reason) |      \
-                        EVF(latency_ms),                                                               \
+                        EVF(cause) | EVF(http_status) | EVF(latency_ms),                               \
       "one learner's part ended: its report, a failure, a lost connection or a deadline")              \
-    E(task_done, EVF(learner) | EVF(label) | EVF(name) | EVF(id) | EVF(status) | EVF(message) |            \
-                     EVF(latency_ms),     \
+    E(task_done, EVF(learner) | EVF(name) | EVF(id) | EVF(status) | EVF(message) | EVF(cause) |         \
+                     EVF(latency_ms),                                                                   \
       "a task ended (the aggregator: its answer to the coordinator; the coordinator: the answer it got; " \
       "a mock learner: its report, learner set)")                                                      \
-    E(operator_sync, EVF(added) | EVF(removed) | EVF(failed) | EVF(error) | EVF(world),                \
+    E(operator_sync, EVF(added) | EVF(removed) | EVF(failed) | EVF(error) | EVF(http_status) |          \
+                         EVF(latency_ms) | EVF(world),                                                  \
       "one exchange with the operator server ended")                                                   \
     E(operator_request, EVF(method) | EVF(path) | EVF(http_status) | EVF(kind),                         \
       "the mock operator answered a request (kind: the fault applied, or null)")                       \
-    E(fault_fired, EVF(learner) | EVF(label) | EVF(kind) | EVF(name) | EVF(count) | EVF(fault) |          \
-                       EVF(reason),                                                                    \
-      "a mock applied an injected fault (name: the task it hit, or null; learner null: the whole process)")                             \
-    E(master_connected, EVF(learner) | EVF(label) | EVF(master),                                                     \
+    E(fault_fired, EVF(learner) | EVF(label) | EVF(kind) | EVF(name) | EVF(count) | EVF(fault) |        \
+                       EVF(reason),                                                                     \
+      "a mock applied an injected fault (name: the task it hit, or null; learner null: the process)")   \
+    E(master_connected, EVF(learner) | EVF(label) | EVF(master),                                        \
       "seen from a slave: a master's /connect was accepted")                                           \
-    E(master_lost, EVF(learner) | EVF(label) | EVF(master) | EVF(reason),                                            \
+    E(master_lost, EVF(learner) | EVF(label) | EVF(master) | EVF(reason) | EVF(cause),                  \
       "seen from a slave: the master disconnected or stopped answering heartbeats")                    \
     E(shutdown, EVF(signal) | EVF(reason), "the process is stopping")
+
+/* The words of the "cause" field: one list, so that a program (the runner,
+ * scenario_from_events) can act on why something happened without reading
+ * the prose of "reason". */
+#define EVT_CAUSES(C)                                                                                   \
+    C(refused, "the connection was refused: nothing listens at the address")                          \
+    C(unreachable, "the address could not be resolved or reached in time")                           \
+    C(rejected, "the peer answered /connect with an error (for example 403: it refuses connections)")  \
+    C(http_status, "a request was answered with an error status (http_status says which)")           \
+    C(deadline, "no report within the task's deadline")                                              \
+    C(connection_lost, "the connection was lost (requests failed, the peer went away)")              \
+    C(heartbeat, "no heartbeat within the tolerance")                                                 \
+    C(restarted, "the peer no longer knows this master (it restarted): /task/new answered 403/302")   \
+    C(reported_failure, "the learner reported the task failed (/slave/task/fail)")                   \
+    C(malformed, "a report or result that is not valid (not JSON, wrong shape)")                     \
+    C(truncated, "a report cut short")                                                               \
+    C(wrong_length, "learn data whose length does not match the learners' batch sizes")              \
+    C(not_connected, "a learner the task needs is not in the world")                                 \
+    C(unmergeable, "results that cannot be merged")                                                  \
+    C(unknown_task, "a task name the receiver does not know")                                        \
+    C(operator, "the operator server no longer lists it")                                            \
+    C(disconnected, "it disconnected on purpose (/disconnect)")                                      \
+    C(shutdown, "the process is shutting down")                                                      \
+    C(other, "anything else (reason says what)")
+
+typedef enum {
+#define EVT_X_CAUSE_ENUM(cname, doc) EVT_CAUSE_##cname,
+    EVT_CAUSES(EVT_X_CAUSE_ENUM)
+#undef EVT_X_CAUSE_ENUM
+        EVT_CAUSE_COUNT
+} evt_cause;
+/* The word of a cause ("other" when out of range); -1 for an unknown word. */
+const char *evt_cause_name(evt_cause c);
+const char *evt_cause_doc(evt_cause c);
+int evt_cause_lookup(const char *word);
 
 typedef enum {
 #define EVT_X_ENUM(ename, fields, doc) EVT_##ename,
@@ -177,10 +220,10 @@ typedef struct {
  * it was one of them, 0 when it is not, -1 with err for a bad value. The
  * path is borrowed from value. */
 #define EVT_CLI_HELP                                                                                    \
-    "  --events FILE           write what happens as typed JSON lines (docs/events.md)\n"                \
-    "  --events-max-bytes N    cap on FILE and its rotated FILE.1 together (default 64 MiB,\n"            \
-    "                          at least 4096)\n"                                                          \
-    "  --events-flush-ms MS    pending event lines are written within MS (default 1000)\n"               \
+    "  --events FILE           write what happens as typed JSON lines (docs/events.md)\n"               \
+    "  --events-max-bytes N    cap on FILE and its rotated FILE.1 together (default 64 MiB,\n"          \
+    "                          at least 4096)\n"                                                        \
+    "  --events-flush-ms MS    pending event lines are written within MS (default 1000)\n"              \
     "  --events-each-line      write every event line at once (for a runner that follows\n"             \
     "                          the file as it grows)\n"
 int evt_cli_flag(evt_opts *o, const char *flag, const char *value, char *err, size_t errlen);

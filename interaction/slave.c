@@ -65,7 +65,7 @@ static void reply_msg(hs_request *r, int status, bool ok, int code, const char *
 /* ---- heartbeats ---- */
 
 static void hb_schedule(slave *s, long delay_ms);
-static void master_lost(slave *s, const char *why);
+static void master_lost(slave *s, const char *why, evt_cause cause);
 
 static void on_hb_reply(void *data, const hc_result *res)
 {
@@ -89,13 +89,13 @@ static void on_hb_reply(void *data, const hc_result *res)
      * master may not have registered us yet (the reference registers the
      * connection after its /connect returns): count it as a failure. */
     if (!res->error && (res->status == 403 || res->status == 400) && s->hb_answered) {
-        master_lost(s, why);
+        master_lost(s, why, EVT_CAUSE_rejected);
         return;
     }
     s->hb_failures++;
     LOG_WARN(s->name, "%s (%d/%d)", why, s->hb_failures, s->cfg.heartbeat_fail_limit);
     if (s->hb_failures >= s->cfg.heartbeat_fail_limit)
-        master_lost(s, why);
+        master_lost(s, why, res->error ? EVT_CAUSE_connection_lost : EVT_CAUSE_http_status);
 }
 
 static void send_heartbeat(slave *s)
@@ -156,11 +156,11 @@ static void forget_master(slave *s)
     s->hb_failures = 0;
 }
 
-static void master_lost(slave *s, const char *why)
+static void master_lost(slave *s, const char *why, evt_cause cause)
 {
     LOG_WARN(s->name, "master lost: %s", why);
     EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
-             .reason = why);
+             .reason = why, .cause = evt_cause_name(cause));
     forget_master(s);
     if (s->cbs.on_master_lost)
         s->cbs.on_master_lost(s->ud, why);
@@ -301,7 +301,7 @@ static void do_disconnect(slave *s, hs_request *r)
         return;
     LOG_INFO(s->name, "disconnected by master %s", s->master_address);
     EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
-             .reason = "disconnected by the master");
+             .reason = "disconnected by the master", .cause = evt_cause_name(EVT_CAUSE_disconnected));
     forget_master(s);
     reply_msg(r, 200, true, 0, "Disconnect success.");
     if (s->cbs.on_master_lost)

@@ -76,6 +76,7 @@ typedef struct {
     uint64_t close_deadline_ms;
     int attempts;
     size_t next;
+    bool delayed; /* the next task's delay_ms has been waited */
     bool stopped;
     master_task *pending;
     size_t pending_rec;
@@ -371,6 +372,13 @@ static void on_next_timer(ev_loop *loop, void *data)
         finish(r);
         return;
     }
+    long delay = r->script->tasks[r->next].delay_ms;
+    if (delay > 0 && !r->delayed) {
+        r->delayed = true;
+        timer_set(r, delay, on_next_timer);
+        return;
+    }
+    r->delayed = false;
     send_task(r, r->next++);
 }
 

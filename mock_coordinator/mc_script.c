@@ -182,8 +182,8 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
 
 static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_data, mcs_task *t)
 {
-    static const char *const keys[] = {"name", "data", "items", "expect", "deadline_ms", "stop_on_failure",
-                                       "comment", NULL};
+    static const char *const keys[] = {"name", "data", "items", "expect", "deadline_ms", "delay_ms",
+                                       "stop_on_failure", "comment", NULL};
     char where[64], w[160];
     snprintf(where, sizeof where, "tasks[%zu]", i);
     t->items = MCS_ITEMS_NONE;
@@ -248,6 +248,14 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
         if (!jsonx_get_i64(dl, &ms) || ms < 1 || ms > MCS_DEADLINE_MAX_MS)
             return fail(v, w, "must be an integer number of milliseconds from 1 to %ld", MCS_DEADLINE_MAX_MS);
         t->deadline_ms = (long)ms;
+    }
+    const cJSON *dy = jsonx_get(j, "delay_ms");
+    if (dy) {
+        int64_t ms;
+        snprintf(w, sizeof w, "%s.delay_ms", where);
+        if (!jsonx_get_i64(dy, &ms) || ms < 0 || ms > MCS_DEADLINE_MAX_MS)
+            return fail(v, w, "must be an integer number of milliseconds from 0 to %ld", MCS_DEADLINE_MAX_MS);
+        t->delay_ms = (long)ms;
     }
     if (get_bool(v, where, j, "stop_on_failure", &t->stop_on_failure) < 0)
         return -1;

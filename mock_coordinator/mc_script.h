@@ -16,6 +16,10 @@
  *                      "fields": {"gpu": 4, "info.learner_step": 3},
  *                      "latency_ms_max": 5000},
  *           "deadline_ms": 3000,              this task's deadline
+ *           "delay_ms": 500,                  wait this long after the
+ *                                             previous task ended (or the
+ *                                             run began) before sending it
+ *                                             (not scaled by --time-scale)
  *           "stop_on_failure": true,          stop the run if it fails
  *           "comment": "..."}
  * A task without "expect" (or without expect.status) expects "completed".
@@ -47,6 +51,7 @@ typedef struct {
     cJSON *data;          /* extra data fields (object) or NULL */
     long items;           /* >= 0, MCS_ITEMS_BATCH or MCS_ITEMS_NONE */
     long deadline_ms;     /* 0: the run's default */
+    long delay_ms;        /* wait before sending (0: none) */
     bool stop_on_failure; /* the run stops if this task fails */
     bool always;          /* runs even after a stop (the default run's
                              close) */

@@ -360,8 +360,12 @@ static void on_work_done(ev_loop *loop, void *data)
         LOG_DEBUG(l->id, "task %s (%s): %s report sent", w->id, w->name, kind);
         if (w->plan.report == REPORT_MALFORMED || w->plan.report == REPORT_TRUNCATED)
             snprintf(msg, sizeof msg, "a %s report was sent", kind);
-        EVT_EMIT(task_done, .learner = l->id, .label = l->label, .name = w->name, .id = w->id,
+        EVT_EMIT(task_done, .learner = l->id, .name = w->name, .id = w->id,
                  .status = complete ? "completed" : "failed", .message = msg[0] ? msg : NULL,
+                 .cause = w->plan.report == REPORT_MALFORMED   ? "malformed"
+                          : w->plan.report == REPORT_TRUNCATED ? "truncated"
+                          : complete                           ? NULL
+                                                               : "reported_failure",
                  .latency_ms = (double)(ev_now_us() - w->t0_us) / 1000.0);
     }
     if (w->learn_ok && w->plan.report != REPORT_FAIL)
@@ -469,7 +473,7 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
     else
         LOG_DEBUG(l->id, "task %s (%.64s)", task_id, cname);
     const cJSON *items = name && strcmp(name, "learner_learn_task") == 0 ? jsonx_get(data, "data") : NULL;
-    EVT_EMIT(task_received, .learner = l->id, .label = l->label, .name = cname, .id = task_id,
+    EVT_EMIT(task_received, .learner = l->id, .name = cname, .id = task_id,
              .items = cJSON_IsArray(items) ? cJSON_GetArraySize(items) : -1);
     for (size_t i = 0; i < plan.nhits; i++)
         fault_fired(l, plan.hits[i].kind, plan.hits[i].id, plan.hits[i].count, cname,

@@ -32,8 +32,37 @@ static bool port_free(int port)
     return true;
 }
 
+/* Runners on one machine (ctest -j starts one per scenario) must not hand
+ * out the same port: a free port is only free until its server binds it,
+ * which happens after the runner checked. Each runner reserves the ports it
+ * hands out as a byte range of one shared lock file (an open-file-
+ * description lock: the kernel drops it when the runner dies, even by
+ * kill -9). Without the file (an unwritable folder), the bind check alone
+ * remains. */
+static int port_lock_fd(void)
+{
+    static int fd = -2;
+    if (fd == -2) {
+        const char *dir = getenv("TMPDIR");
+        char path[512];
+        snprintf(path, sizeof path, "%s/dilearn-ports.lock", dir && *dir ? dir : "/tmp");
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    }
+    return fd;
+}
+
+static bool port_lock(int base, int n, bool take)
+{
+    int fd = port_lock_fd();
+    if (fd < 0)
+        return true;
+    struct flock fl = {.l_type = take ? F_WRLCK : F_UNLCK, .l_whence = SEEK_SET, .l_start = base, .l_len = n};
+    return fcntl(fd, F_OFD_SETLK, &fl) == 0;
+}
+
 /* n consecutive free ports below the kernel's ephemeral range (so that no
- * outgoing connection takes one before its server binds it). -1 if none. */
+ * outgoing connection takes one before its server binds it), reserved
+ * against other runners. -1 if none. */
 static int alloc_ports(sc_run *r, int n)
 {
     static const int lo = 10000, hi = 32700;
@@ -45,9 +74,15 @@ static int alloc_ports(sc_run *r, int n)
         int base = lo + (int)(splitmix(&x) % (uint64_t)span);
         bool ok = true;
         for (int i = 0; i < n && ok; i++)
-            ok = !r->opts.ports_used[base + i] && port_free(base + i);
-        if (!ok)
+            ok = !r->opts.ports_used[base + i];
+        if (!ok || !port_lock(base, n, true))
             continue;
+        for (int i = 0; i < n && ok; i++)
+            ok = port_free(base + i);
+        if (!ok) {
+            port_lock(base, n, false);
+            continue;
+        }
         for (int i = 0; i < n; i++)
             r->opts.ports_used[base + i] = 1;
         return base;
@@ -61,6 +96,7 @@ void sr_release_ports(sc_run *r, int base, int n)
         return;
     for (int i = 0; i < n; i++)
         r->opts.ports_used[base + i] = 0;
+    port_lock(base, n, false);
 }
 
 char *sr_learner_addr(const sc_run *r, int learner)

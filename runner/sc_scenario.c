@@ -573,7 +573,7 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
     const cJSON *sc = jsonx_get(c, "script");
     if (sc) {
         static const char *const skeys[] = {"tasks", "stop_on_failure", "comment", NULL};
-        static const char *const tkeys[] = {"name", "data", "items", "expect", "deadline_ms", "stop_on_failure",
+        static const char *const tkeys[] = {"name", "data", "items", "expect", "deadline_ms", "delay_ms", "stop_on_failure",
                                             "comment", NULL};
         const cJSON *list = sc;
         const char *lpath = "coordinator.script";

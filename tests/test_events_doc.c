@@ -1,5 +1,6 @@
-/* docs/events.md against the list in interaction/evt.h: the schema version,
- * every field in the fields table with its type, every event with a section
+/* docs/events.md against the lists in interaction/evt.h: the schema version,
+ * every field in the fields table with its type, every cause word in the
+ * causes table, every event with a section
  * that names each of its fields and holds an example line that
  * evt_parse_line() accepts, and no section for an event the list lacks. */
 #include <setjmp.h>
@@ -70,6 +71,17 @@ static void every_field_is_in_the_table(void **state)
                  types[evt_field_type((evt_field_id)f)]);
         if (!strstr(g_doc, row))
             fail_msg("docs/events.md: no row \"%s\" in the fields table", row + 1);
+    }
+}
+
+static void every_cause_is_in_its_table(void **state)
+{
+    (void)state;
+    for (int c = 0; c < EVT_CAUSE_COUNT; c++) {
+        char row[128];
+        snprintf(row, sizeof row, "\n| `%s` | ", evt_cause_name((evt_cause)c));
+        if (!strstr(g_doc, row))
+            fail_msg("docs/events.md: no row \"%s\" in the causes table", row + 1);
     }
 }
 
@@ -147,6 +159,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(schema_version_is_documented),
         cmocka_unit_test(every_field_is_in_the_table),
+        cmocka_unit_test(every_cause_is_in_its_table),
         cmocka_unit_test(every_event_has_its_section),
         cmocka_unit_test(nothing_stale),
     };

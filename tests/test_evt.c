@@ -84,7 +84,7 @@ static void every_event_round_trips(void **state)
     cJSON *list = jsonx_parse("[\"learner0\"]", 12, err, sizeof err);
     evt_fields f = {.learner = "learner1", .label = "g\"1\\", .addr = "127.0.0.1:9",
                     .name = "learner_learn_task", .id = "id-\xff", .sub_id = "s", .items = 7,
-                    .status = "failed", .message = "m\n", .reason = "r", .latency_ms = 1.5, .world = 3,
+                    .status = "failed", .message = "m\n", .reason = "r", .cause = "deadline", .latency_ms = 1.5, .world = 3,
                     .attempts = 2, .after_ms = 90000, .kind = "crash", .count = 1, .master = "http://x",
                     .added = list, .removed = list, .failed = NULL, .error = NULL, .method = "GET",
                     .path = "/p", .http_status = 500, .version = "v", .pid = 1, .config = cfg,
@@ -241,9 +241,12 @@ static void the_reader_refuses_what_it_cannot_trust(void **state)
     assert_refused("{\"event\": \"shutdwn\", \"v\": 1, \"t_ms\": 1}", "unknown event \"shutdwn\"");
     assert_refused("{\"event\": \"shutdown\", \"v\": 1, \"t_ms\": 1, \"signal\": null}", "missing field \"reason\"");
     assert_refused("{\"event\": \"learner_left\", \"v\": 1, \"t_ms\": 1, \"learner\": \"a\", \"addr\": null, "
-                   "\"reason\": null, \"world\": \"2\"}",
+                   "\"reason\": null, \"cause\": null, \"world\": \"2\"}",
                    "field \"world\" should be an integer, not a string");
     assert_refused("{\"event\": \"shutdown\", \"v\": 1, \"signal\": null, \"reason\": null}", "no \"t_ms\"");
+    assert_refused("{\"event\": \"learner_left\", \"v\": 1, \"t_ms\": 1, \"learner\": \"a\", \"addr\": null, "
+                   "\"reason\": null, \"cause\": \"gremlins\", \"world\": 2}",
+                   "cause \"gremlins\" is not a word of the list");
     /* extra fields are fine */
     const char *ok = "{\"event\": \"shutdown\", \"v\": 1, \"t_ms\": 1, \"signal\": null, \"reason\": \"x\", \"new\": 1}";
     evt_record r;
@@ -263,6 +266,9 @@ static void names_and_fields_are_one_list(void **state)
         assert_true(evt_mask((evt_id)i) < (UINT64_C(1) << EVT_FIELD_COUNT));
     }
     assert_int_equal(evt_lookup("nope"), -1);
+    for (int c = 0; c < EVT_CAUSE_COUNT; c++)
+        assert_int_equal(evt_cause_lookup(evt_cause_name((evt_cause)c)), c);
+    assert_string_equal(evt_cause_name(EVT_CAUSE_COUNT), "other");
     assert_string_equal(evt_field_name(EVT_F_world), "world");
     assert_int_equal(evt_field_type(EVT_F_world), EVT_INT);
 }

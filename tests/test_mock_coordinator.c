@@ -710,7 +710,7 @@ static void script_parses_every_key(void **state)
     (void)state;
     const char *s = "{\"comment\": \"c\", \"stop_on_failure\": false, \"tasks\": ["
                     "{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 4}}},"
-                    "{\"name\": \"learner_get_data_task\", \"deadline_ms\": 3000, \"comment\": \"x\"},"
+                    "{\"name\": \"learner_get_data_task\", \"deadline_ms\": 3000, \"delay_ms\": 40, \"comment\": \"x\"},"
                     "{\"name\": \"learner_learn_task\"},"
                     "{\"name\": \"learner_learn_task\", \"items\": 3, \"data\": {\"extra\": [1]}, \"stop_on_failure\": true,"
                     " \"expect\": {\"status\": \"failed\", \"message_contains\": \"length\", \"latency_ms_max\": 2.5,"
@@ -729,6 +729,8 @@ static void script_parses_every_key(void **state)
     assert_int_equal(sc.tasks[0].expect.status, MCS_COMPLETED);
     assert_true(mcj_number_equal(jsonx_get(sc.tasks[0].expect.fields, "gpu")->valuestring, "4"));
     assert_int_equal(sc.tasks[1].deadline_ms, 3000);
+    assert_int_equal(sc.tasks[1].delay_ms, 40);
+    assert_int_equal(sc.tasks[0].delay_ms, 0);
     assert_true(sc.tasks[1].check_batch); /* get-data: batch_size > 0 by default */
     assert_false(sc.tasks[0].check_batch);
     assert_int_equal(sc.tasks[1].items, MCS_ITEMS_NONE);
@@ -829,6 +831,7 @@ static void script_rejects_bad_tasks(void **state)
         {"{\"tasks\": [{\"name\": \"learner_learn_task\"}, {\"name\": \"learner_get_data_task\"}]}", "tasks[0]: learner_learn_task without \"items\" needs the batch_size"},
         {"{\"tasks\": [{\"name\": \"a\", \"deadline_ms\": 0}]}", "tasks[0].deadline_ms: must be an integer number of milliseconds from 1 to 86400000"},
         {"{\"tasks\": [{\"name\": \"a\", \"deadline_ms\": \"5\"}]}", "tasks[0].deadline_ms: must be an integer"},
+        {"{\"tasks\": [{\"name\": \"a\", \"delay_ms\": -1}]}", "tasks[0].delay_ms: must be an integer number of milliseconds from 0 to 86400000"},
         {"{\"tasks\": [{\"name\": \"a\", \"stop_on_failure\": \"yes\"}]}", "tasks[0].stop_on_failure: must be true or false, not a string"},
         {"{\"tasks\": [{\"name\": \"a\", \"comment\": {}}]}", "tasks[0].comment: must be a string, not an object"},
         {"{\"tasks\": [{\"name\": \"a\"}, {\"name\": \"b\", \"x\": 1}]}", "tasks[1]: unknown key \"x\""},

@@ -197,7 +197,6 @@ static void learner_and_coordinator_events(void **state)
         bool learn = k == 3;
         assert_true(index_of(&L, mc) < index_of(&L, rx) && index_of(&L, rx) < index_of(&L, dn));
         assert_true(str_is(rx, EVT_F_learner, "learner7"));
-        assert_true(str_is(rx, EVT_F_label, "grp-learner0"));
         assert_int_equal(int_of(rx, EVT_F_items), learn ? 8 : -1);
         assert_int_equal(int_of(sent, EVT_F_items), learn ? 8 : -1);
         /* one task, one id, on both sides */
