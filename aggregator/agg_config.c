@@ -33,6 +33,8 @@ void agg_config_defaults(agg_config *cfg)
     cfg->metrics_port = -1;
     cfg->log_level = ILOG_INFO;
     cfg->log_format = ILOG_HUMAN;
+    cfg->events_max_bytes = 64u << 20;
+    cfg->events_flush_ms = 1000;
 }
 
 void agg_config_free(agg_config *cfg)
@@ -49,6 +51,7 @@ void agg_config_free(agg_config *cfg)
     free(cfg->k8s_namespace);
     free(cfg->k8s_name);
     free(cfg->k8s_api);
+    free(cfg->events_path);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -290,6 +293,13 @@ static void usage(FILE *out)
             "  --body-limit BYTES         largest request body accepted (268435456)\n"
             "  --log-level L              debug, info, warn, error, off (info)\n"
             "  --log-format F             human or json (human)\n"
+            "  --events FILE              write what happens as typed events, JSON lines\n"
+            "                             (docs/events.md); a write error is logged once and\n"
+            "                             counted in /metrics, never fatal\n"
+            "  --events-max-bytes N       cap on FILE + FILE.1: FILE is renamed to FILE.1 when\n"
+            "                             it reaches half of N (67108864; at least 4096)\n"
+            "  --events-flush-ms MS       pending events are written within MS (1000)\n"
+            "  --events-each-line         write every event at once (for a runner watching it)\n"
             "  --help, --version\n\n"
             "Environment: KUBERNETES_SERVER_URL (host:port or URL) turns on Kubernetes mode;\n"
             "KUBERNETES_POD_NAMESPACE (default), KUBERNETES_POD_NAME\n"
@@ -297,13 +307,17 @@ static void usage(FILE *out)
             "AGGREGATOR_PORT: default slave port.\n\n"
             "When start-up ends it prints one JSON line on stdout: {\"ready\": true,\n"
             "\"slave_port\", \"master_port\", \"metrics_port\", \"joined\": [...], \"failed\": [...]}.\n"
+            "\"failed\" is not final: a learner that did not join within max_retry is still\n"
+            "retried every retry interval and joins the world when it answers (event\n"
+            "learner_retaken; dilearn_learners_failed counts the learners failed now).\n"
             "Exit status: 0 after SIGTERM/SIGINT, 1 runtime failure, 2 bad configuration.\n");
 }
 
 enum {
     O_CONFIG = 256, O_SLAVE_HOST, O_SLAVE_PORT, O_MASTER_HOST, O_MASTER_PORT, O_ADVERTISE, O_LEARNER, O_CHANNEL,
     O_MAX_RETRY, O_RETRY_INTERVAL, O_HB_SPAN, O_HB_TOL, O_HB_CHECK, O_DEADLINE, O_SYNC, O_OP_TIMEOUT, O_RETRIES,
-    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION
+    O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION,
+    O_EVENTS, O_EVENTS_MAX, O_EVENTS_FLUSH, O_EVENTS_EACH
 };
 
 static const struct option options[] = {
@@ -332,8 +346,36 @@ static const struct option options[] = {
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
+    {"events", required_argument, NULL, O_EVENTS},
+    {"events-max-bytes", required_argument, NULL, O_EVENTS_MAX},
+    {"events-flush-ms", required_argument, NULL, O_EVENTS_FLUSH},
+    {"events-each-line", no_argument, NULL, O_EVENTS_EACH},
     {NULL, 0, NULL, 0},
 };
+
+/* The --events flags. */
+static int events_flag(agg_config *cfg, int c, const char *v, char *err, size_t errlen)
+{
+    long n;
+    if (c == O_EVENTS) {
+        if (!*v) {
+            snprintf(err, errlen, "--events: give a file name");
+            return -1;
+        }
+        set_str(&cfg->events_path, v);
+    } else if (c == O_EVENTS_MAX) {
+        if (parse_long("--events-max-bytes", v, 4096, LONG_MAX, &n, err, errlen) < 0)
+            return -1;
+        cfg->events_max_bytes = (size_t)n;
+    } else if (c == O_EVENTS_FLUSH) {
+        if (parse_long("--events-flush-ms", v, 1, 3600L * 1000, &n, err, errlen) < 0)
+            return -1;
+        cfg->events_flush_ms = n;
+    } else {
+        cfg->events_each_line = true;
+    }
+    return 0;
+}
 
 static long scaled(long given, long dflt, double scale)
 {
@@ -353,6 +395,8 @@ static char *normalise_url(const char *v)
     }
     return xasprintf("http://%s", v);
 }
+
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
 
 agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
@@ -485,6 +529,13 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
         case O_HELP:
             usage(stdout);
             return AGG_CONFIG_EXIT;
+        case O_EVENTS:
+        case O_EVENTS_MAX:
+        case O_EVENTS_FLUSH:
+        case O_EVENTS_EACH:
+            if (events_flag(cfg, c, optarg, err, errlen) < 0)
+                return AGG_CONFIG_ERROR;
+            break;
         case O_VERSION:
             printf("aggregator %s\n", DILEARN_VERSION);
             return AGG_CONFIG_EXIT;
@@ -500,7 +551,13 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
         snprintf(err, errlen, "unexpected argument '%s' (see --help)", argv[optind]);
         return AGG_CONFIG_ERROR;
     }
+    return resolve(cfg, err, errlen);
+}
 
+/* After the file and the flags: defaults, scaling, the environment. */
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen)
+{
+    long v;
     /* Ports: the reference's Kubernetes defaults, AGGREGATOR_PORT first. */
     if (cfg->slave_port < 0) {
         const char *ap = getenv("AGGREGATOR_PORT");

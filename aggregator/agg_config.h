@@ -43,6 +43,10 @@ typedef struct {
     size_t body_limit;           /* 256 MiB */
     ilog_level log_level;
     ilog_format log_format;
+    char *events_path;       /* --events FILE: typed events (docs/events.md), or NULL */
+    size_t events_max_bytes; /* cap on FILE + FILE.1 (64 MiB) */
+    long events_flush_ms;    /* pending events written within this (1000) */
+    bool events_each_line;   /* write every event at once (for a runner) */
     /* Kubernetes mode: k8s_url != NULL */
     char *k8s_url;       /* normalised "http://host:port" */
     char *k8s_namespace; /* default "default" */

@@ -1,4 +1,6 @@
-/* agg_core: learners, the coordinator's tasks, fan-out, split and merge. */
+/* agg_core: the coordinator's tasks (fan-out, split, merge), start-up and
+ * shutdown, /metrics. The learners are in the registry (agg_learners.c),
+ * Kubernetes mode in agg_k8s.c; both tell the core through callbacks. */
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -6,188 +8,79 @@
 
 #include "agg_internal.h"
 #include "agg_merge.h"
+#include "agg_metrics.h"
+#include "evt.h"
+#include "hc.h"
+#include "hs.h"
 #include "ilog.h"
 #include "jsonx.h"
+#include "master.h"
+#include "slave.h"
 #include "xalloc.h"
 
-/* ------------------------------------------------------------------ */
-/* learners                                                            */
+struct job;
 
-static void learner_try(learner *l);
+struct agg {
+    ev_loop *loop;
+    agg_config cfg; /* owned copy of the scalar settings; strings borrowed
+                       from the caller's config, which outlives agg */
+    slave *slave;
+    master *master;
+    hs_server *metrics_http;
+    hc_client *client; /* operator requests */
+    agg_metrics *metrics;
+    agg_learners *learners;
+    agg_k8s *k8s;      /* Kubernetes mode, or NULL */
+    agg_ready_cb ready_cb;
+    void *ready_ud;
+    bool ready;
+    ev_timer *ready_timer;
+    uint64_t start_ms;
+    /* demands of the last get-data, in learner order */
+    char **demand_ids;
+    size_t *demands;
+    size_t ndemands;
+    bool have_demands;
+    struct job *job;   /* the coordinator task being worked on */
+    char *queued_id;   /* a task that arrived while an abandoned job drained */
+    cJSON *queued_data;
+    uint64_t queued_us;
+    ev_timer *queue_timer; /* starts the queued task, outside any callback */
+    bool stopping;
+    agg_done_cb done_cb;
+    void *done_ud;
+    ev_timer *grace_timer;
+    ev_timer *drain_timer;
+    ev_timer *trim_timer; /* gives freed memory back when idle */
+    int plant;            /* planted bug (PLANT_BUGS build only), 0: none */
+};
 
-static void on_retry_timer(ev_loop *loop, void *data)
-{
-    (void)loop;
-    learner *l = data;
-    l->retry = NULL;
-    learner_try(l);
-}
-
-static void learner_schedule_retry(learner *l)
-{
-    agg *a = l->a;
-    if (a->stopping || l->retry)
-        return;
-    l->state = L_WAITING;
-    l->retry = ev_timer_start(a->loop, (uint64_t)a->cfg.retry_interval_ms, on_retry_timer, l);
-}
-
-/* Marks a learner that has not joined within max_retry of its window as
- * failed (once per window). Returns true if it is failed. */
-static bool learner_window_over(learner *l, const char *last_error)
-{
-    agg *a = l->a;
-    if (l->failed)
-        return true;
-    if (l->state == L_CONNECTED || ev_now_ms() - l->window_start < (uint64_t)a->cfg.max_retry_ms)
-        return false;
-    l->failed = true;
-    LOG_ERROR(l->id, "learner did not join within max_retry of %ld ms%s%s", a->cfg.max_retry_ms,
-              last_error ? ": " : "", last_error ? last_error : "");
-    return true;
-}
-
-static void on_learner_connected(void *ud, master_conn *c, bool ok, const char *error)
-{
-    learner *l = ud;
-    agg *a = l->a;
-    if (ok) {
-        l->state = L_CONNECTED;
-        l->conn = c;
-        l->failed = false;
-        master_conn_set_ud(c, l);
-        agg_metrics_learner_joined(a->metrics);
-        LOG_INFO(l->id, "learner joined (%s:%d); world size %zu", l->host, l->port, agg_world_size(a));
-        agg_check_ready(a);
-        return;
-    }
-    l->conn = NULL;
-    if (!learner_window_over(l, error)) {
-        LOG_DEBUG(l->id, "join attempt failed (%llu ms into the window): %s",
-                  (unsigned long long)(ev_now_ms() - l->window_start), error);
-    } else {
-        agg_check_ready(a);
-    }
-    learner_schedule_retry(l);
-}
-
-static void learner_try(learner *l)
-{
-    agg *a = l->a;
-    char err[256];
-    if (a->stopping)
-        return;
-    l->state = L_CONNECTING;
-    master_conn *c = master_connect(a->master, l->id, l->host, l->port, NULL, on_learner_connected, l, err, sizeof err);
-    if (!c) {
-        LOG_WARN(l->id, "cannot start connecting: %s", err);
-        learner_schedule_retry(l);
-    }
-}
-
-learner *agg_learner_find(agg *a, const char *id)
-{
-    for (size_t i = 0; i < a->nlearners; i++)
-        if (strcmp(a->learners[i]->id, id) == 0)
-            return a->learners[i];
-    return NULL;
-}
-
-learner *agg_learner_add(agg *a, const char *id, const char *host, int port)
-{
-    learner *l = xcalloc(1, sizeof *l);
-    l->a = a;
-    l->id = xstrdup(id);
-    l->host = xstrdup(host);
-    l->port = port;
-    l->window_start = ev_now_ms();
-    if (a->nlearners == a->caplearners) {
-        a->caplearners = a->caplearners ? a->caplearners * 2 : 16;
-        a->learners = xrealloc(a->learners, a->caplearners * sizeof *a->learners);
-    }
-    a->learners[a->nlearners++] = l;
-    learner_try(l);
-    return l;
-}
-
-static void learner_free(agg *a, learner *l)
-{
-    if (l->retry)
-        ev_timer_stop(a->loop, l->retry);
-    free(l->id);
-    free(l->host);
-    free(l);
-}
-
-void agg_learner_remove(agg *a, learner *l, const char *why)
-{
-    for (size_t i = 0; i < a->nlearners; i++)
-        if (a->learners[i] == l) {
-            memmove(a->learners + i, a->learners + i + 1, (a->nlearners - i - 1) * sizeof *a->learners);
-            a->nlearners--;
-            break;
-        }
-    if (l->conn)
-        master_disconnect(l->conn, why);
-    else {
-        master_conn *c = master_find(a->master, l->id); /* a connect in flight */
-        if (c)
-            master_drop(c, why);
-    }
-    LOG_INFO(l->id, "learner removed: %s", why);
-    learner_free(a, l);
-}
-
-size_t agg_world_size(const agg *a)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < a->nlearners; i++)
-        n += a->learners[i]->state == L_CONNECTED;
-    return n;
-}
-
-static void on_learner_lost(void *ud, master_conn *c, const char *why)
-{
-    agg *a = ud;
-    learner *l = master_conn_ud(c);
-    if (!l)
-        return;
-    l->conn = NULL;
-    l->state = L_WAITING;
-    l->window_start = ev_now_ms();
-    agg_metrics_learner_lost(a->metrics);
-    LOG_WARN(l->id, "learner left the world (%s); world size %zu; retrying every %ld ms", why, agg_world_size(a),
-             a->cfg.retry_interval_ms);
-    if (a->plant == PLANT_NO_RETAKE)
-        return;
-    learner_schedule_retry(l);
-}
+#ifdef DILEARN_PLANT_BUGS
+#define PLANTED(a, bug) ((a)->plant == (bug))
+#endif
 
 /* ------------------------------------------------------------------ */
 /* start-up                                                            */
 
-void agg_check_ready(agg *a)
+static void check_ready(agg *a)
 {
     if (a->ready)
         return;
     bool timed_out = ev_now_ms() - a->start_ms >= (uint64_t)a->cfg.max_retry_ms;
     if (timed_out) {
         /* The window may end between two attempts: judge it now. */
-        for (size_t i = 0; i < a->nlearners; i++)
-            learner_window_over(a->learners[i], NULL);
+        agg_learners_judge_windows(a->learners);
     } else {
-        if (a->k8s && !a->k8s_synced)
+        if (a->k8s && !agg_k8s_synced(a->k8s))
             return;
-        for (size_t i = 0; i < a->nlearners; i++)
-            if (a->learners[i]->state != L_CONNECTED && !a->learners[i]->failed)
-                return;
+        if (agg_learners_in_state(a->learners, LS_JOINING) > 0)
+            return;
     }
     a->ready = true;
-    if (a->ready_timer) {
-        ev_timer_stop(a->loop, a->ready_timer);
-        a->ready_timer = NULL;
-    }
-    LOG_INFO(NULL, "start-up ended: %zu of %zu learners joined", agg_world_size(a), a->nlearners);
+    ev_timer_stop(a->loop, a->ready_timer);
+    a->ready_timer = NULL;
+    LOG_INFO(NULL, "start-up ended: %zu of %zu learners joined", agg_learners_world(a->learners),
+             agg_learners_count(a->learners));
     if (a->ready_cb)
         a->ready_cb(a->ready_ud, a);
 }
@@ -197,7 +90,23 @@ static void on_ready_timer(ev_loop *loop, void *data)
     (void)loop;
     agg *a = data;
     a->ready_timer = NULL;
-    agg_check_ready(a);
+    check_ready(a);
+}
+
+/* The registry's callback: every learner state change. */
+static void on_learner_changed(void *ud, learner *l, learner_state from)
+{
+    agg *a = ud;
+    if (l->state == LS_JOINED)
+        agg_metrics_learner_joined(a->metrics);
+    else if (from == LS_JOINED && l->state == LS_JOINING)
+        agg_metrics_learner_lost(a->metrics);
+    check_ready(a);
+}
+
+static void on_k8s_synced(void *ud)
+{
+    check_ready(ud);
 }
 
 char *agg_ready_line(const agg *a)
@@ -210,12 +119,9 @@ char *agg_ready_line(const agg *a)
                           jsonx_new_i64(a->metrics_http ? hs_port(a->metrics_http) : master_port(a->master)));
     cJSON *joined = cJSON_AddArrayToObject(o, "joined");
     cJSON *failed = cJSON_AddArrayToObject(o, "failed");
-    for (size_t i = 0; i < a->nlearners; i++) {
-        const learner *l = a->learners[i];
-        if (l->state == L_CONNECTED)
-            cJSON_AddItemToArray(joined, cJSON_CreateString(l->id));
-        else
-            cJSON_AddItemToArray(failed, cJSON_CreateString(l->id));
+    for (size_t i = 0; i < agg_learners_count(a->learners); i++) {
+        const learner *l = agg_learners_at(a->learners, i);
+        cJSON_AddItemToArray(l->state == LS_JOINED ? joined : failed, cJSON_CreateString(l->id));
     }
     char *s = jsonx_print(o);
     cJSON_Delete(o);
@@ -227,15 +133,28 @@ char *agg_ready_line(const agg *a)
 
 typedef enum { JOB_START, JOB_GET_DATA, JOB_LEARN, JOB_CLOSE } job_kind;
 
+/* A fan-out job's life (job_set_state is the one place that changes it):
+ *   RUNNING   --every sub-task ended-----> DONE  (answered: task_done)
+ *   RUNNING   --coordinator lost---------> ABANDONED (task_done: failed)
+ *   RUNNING   --shutdown-----------------> DONE  (answered failed, subs cancelled)
+ *   ABANDONED --every sub-task ended-----> DONE  (nothing answered)
+ * A job in DONE is freed by job_set_state. */
+typedef enum { JOB_RUNNING, JOB_ABANDONED, JOB_DONE } job_state;
+
+static const char *const job_state_names[] = {"running", "abandoned", "done"};
+
 typedef struct sub {
     struct job *job;
     char *learner_id;
+    char *sub_id; /* the task id the learner was sent, or NULL */
     master_task *task;
     bool done;
     proto_task_state state;
     cJSON *result;
     char *error;
     size_t slice_start, slice_end;
+    int64_t items;
+    uint64_t start_us;
 } sub;
 
 typedef struct job {
@@ -243,23 +162,35 @@ typedef struct job {
     char *task_id; /* the coordinator's */
     char *name;
     job_kind kind;
+    job_state state;
     sub *subs;
     size_t nsubs, remaining;
-    bool abandoned;
     uint64_t start_us;
+    ev_timer *finish_timer; /* the last sub-task ended: finish on the next turn */
 } job;
 
 static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text);
 
+static void sub_done_event(const job *j, const sub *s, const char *status, const char *reason)
+{
+    EVT_EMIT(subtask_done, .learner = s->learner_id, .name = j->name, .id = j->task_id, .sub_id = s->sub_id,
+             .status = status, .reason = reason, .latency_ms = (double)(ev_now_us() - s->start_us) / 1e3);
+}
+
 static void job_free(job *j)
 {
     for (size_t i = 0; i < j->nsubs; i++) {
-        if (j->subs[i].task)
-            master_task_cancel(j->subs[i].task);
-        free(j->subs[i].learner_id);
-        cJSON_Delete(j->subs[i].result);
-        free(j->subs[i].error);
+        sub *s = &j->subs[i];
+        if (s->task) {
+            master_task_cancel(s->task);
+            sub_done_event(j, s, "failed", "cancelled: the aggregator is shutting down");
+        }
+        free(s->learner_id);
+        free(s->sub_id);
+        cJSON_Delete(s->result);
+        free(s->error);
     }
+    ev_timer_stop(j->a->loop, j->finish_timer);
     free(j->subs);
     free(j->task_id);
     free(j->name);
@@ -273,16 +204,19 @@ static cJSON *message_result(const char *msg)
     return r;
 }
 
-/* Reports the coordinator's task: ok with result, or failure. Takes result. */
+/* Answers the coordinator's task: ok with result, or failure (task_done).
+ * Takes result. */
 static void report(agg *a, const char *task_id, const char *name, uint64_t start_us, bool ok, cJSON *result)
 {
     double secs = (double)(ev_now_us() - start_us) / 1e6;
     agg_metrics_task(a->metrics, name, ok ? "completed" : "failed", secs);
+    const char *m = ok ? NULL : jsonx_get_str(result, "message");
+    EVT_EMIT(task_done, .name = name, .id = task_id, .status = ok ? "completed" : "failed",
+             .message = ok ? NULL : m ? m : "", .latency_ms = secs * 1e3);
     if (ok) {
         LOG_INFO(NULL, "task %s (%s) completed in %.3f s", name, task_id, secs);
         slave_task_complete(a->slave, task_id, result);
     } else {
-        const char *m = jsonx_get_str(result, "message");
         LOG_WARN(NULL, "task %s (%s) failed in %.3f s: %s", name, task_id, secs, m ? m : "");
         slave_task_fail(a->slave, task_id, result);
     }
@@ -310,10 +244,37 @@ static void trim_when_idle(agg *a)
     a->trim_timer = ev_timer_start(a->loop, TRIM_IDLE_MS, on_trim_idle, a);
 }
 
-static void job_end(job *j, bool ok, cJSON *result)
+static void on_queue_timer(ev_loop *loop, void *data)
+{
+    (void)loop;
+    agg *a = data;
+    a->queue_timer = NULL;
+    if (a->job || !a->queued_id || a->stopping)
+        return;
+    char *id = a->queued_id;
+    cJSON *data_ = a->queued_data;
+    a->queued_id = NULL;
+    a->queued_data = NULL;
+    start_task(a, id, data_, NULL); /* refs were resolved when it was queued */
+    free(id);
+    cJSON_Delete(data_);
+}
+
+/* The one place where a job's state changes. To DONE from RUNNING it
+ * answers the coordinator (ok, result: taken); DONE frees the job. */
+static void job_set_state(job *j, job_state to, bool ok, cJSON *result, const char *why)
 {
     agg *a = j->a;
-    if (!j->abandoned)
+    job_state from = j->state;
+    LOG_DEBUG(NULL, "task %s (%s): job %s -> %s%s%s", j->name, j->task_id, job_state_names[from],
+              job_state_names[to], why ? ": " : "", why ? why : "");
+    j->state = to;
+    if (to == JOB_ABANDONED) {
+        double ms = (double)(ev_now_us() - j->start_us) / 1e3;
+        EVT_EMIT(task_done, .name = j->name, .id = j->task_id, .status = "failed", .message = why, .latency_ms = ms);
+        return;
+    }
+    if (from == JOB_RUNNING)
         report(a, j->task_id, j->name, j->start_us, ok, result);
     else
         cJSON_Delete(result);
@@ -321,15 +282,15 @@ static void job_end(job *j, bool ok, cJSON *result)
         a->job = NULL;
     job_free(j);
     trim_when_idle(a);
-    if (!a->job && a->queued_id && !a->stopping) {
-        char *id = a->queued_id;
-        cJSON *data = a->queued_data;
-        a->queued_id = NULL;
-        a->queued_data = NULL;
-        start_task(a, id, data, NULL); /* refs were resolved when it was queued */
-        free(id);
-        cJSON_Delete(data);
-    }
+    /* A task queued behind an abandoned job starts on its own turn of the
+     * loop, not inside the master's callback that ended this one. */
+    if (!a->job && a->queued_id && !a->stopping && !ev_timer_active(a->loop, a->queue_timer))
+        a->queue_timer = ev_timer_start(a->loop, 0, on_queue_timer, a);
+}
+
+static void job_end(job *j, bool ok, cJSON *result)
+{
+    job_set_state(j, JOB_DONE, ok, result, NULL);
 }
 
 /* "learner1: reason" for a failed sub-task. */
@@ -424,7 +385,6 @@ static void finish_get_data(job *j)
 
 static void finish_merge(job *j)
 {
-    agg *a = j->a;
     cJSON **vals = xcalloc(j->nsubs, sizeof *vals);
     const char **names = xcalloc(j->nsubs, sizeof *names);
     for (size_t i = 0; i < j->nsubs; i++) {
@@ -441,12 +401,14 @@ static void finish_merge(job *j)
         free(msg);
         return;
     }
-    if (a->plant == PLANT_MERGE_DROPS_KEY && cJSON_IsObject(merged) && merged->child) {
+#ifdef DILEARN_PLANT_BUGS
+    if (PLANTED(j->a, PLANT_MERGE_DROPS_KEY) && cJSON_IsObject(merged) && merged->child) {
         cJSON *last = merged->child;
         while (last->next)
             last = last->next;
         cJSON_DeleteItemFromObjectCaseSensitive(merged, last->string);
     }
+#endif
     job_end(j, true, merged);
 }
 
@@ -471,6 +433,14 @@ static void job_finish(job *j)
     }
 }
 
+static void on_finish_timer(ev_loop *loop, void *data)
+{
+    (void)loop;
+    job *j = data;
+    j->finish_timer = NULL;
+    job_finish(j);
+}
+
 static void on_sub_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error)
 {
     sub *s = ud;
@@ -481,8 +451,18 @@ static void on_sub_done(void *ud, master_task *t, proto_task_state st, cJSON **r
     s->result = *result;
     *result = NULL;
     s->error = error ? xstrdup(error) : NULL;
+    if (st == TASK_COMPLETED) {
+        sub_done_event(s->job, s, "completed", NULL);
+    } else {
+        char *r = sub_reason(s);
+        sub_done_event(s->job, s, "failed", r);
+        free(r);
+    }
+    /* The job ends on the loop's next turn, not inside master's callback:
+     * what master does after it (a lost connection's on_lost: learner_left)
+     * comes first, and the answer to the coordinator after. */
     if (--s->job->remaining == 0)
-        job_finish(s->job);
+        s->job->finish_timer = ev_timer_start(s->job->a->loop, 0, on_finish_timer, s->job);
 }
 
 static job *job_new(agg *a, const char *task_id, const char *name, job_kind kind, size_t n)
@@ -492,22 +472,31 @@ static job *job_new(agg *a, const char *task_id, const char *name, job_kind kind
     j->task_id = xstrdup(task_id);
     j->name = xstrdup(name);
     j->kind = kind;
+    j->state = JOB_RUNNING;
     j->subs = xcalloc(n ? n : 1, sizeof *j->subs);
     j->nsubs = n;
+    j->remaining = n;
     j->start_us = ev_now_us();
     return j;
 }
 
 /* Sends one sub-task; a send that cannot start counts as a failed learner.
- * framed: data has the room of master_task_send_framed() around it. */
-static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool framed)
+ * framed: data has the room of master_task_send_framed() around it.
+ * items: the learn items it carries (-1: not a learn task). */
+static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool framed, int64_t items)
 {
     agg *a = j->a;
     sub *s = &j->subs[i];
     s->job = j;
     s->learner_id = xstrdup(l->id); // NOLINT(clang-analyzer-core.NullDereference): start_learn returns when one is gone
+    s->items = items;
+    s->start_us = ev_now_us();
     char err[256];
-    long deadline = a->plant == PLANT_NO_DEADLINE ? -1 : a->cfg.task_deadline_ms;
+    long deadline = a->cfg.task_deadline_ms;
+#ifdef DILEARN_PLANT_BUGS
+    if (PLANTED(a, PLANT_NO_DEADLINE))
+        deadline = -1;
+#endif
     s->task = framed ? master_task_send_framed(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err)
                      : master_task_send(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
     if (!s->task) {
@@ -515,36 +504,36 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool 
         s->state = TASK_START_FAILED;
         s->error = xasprintf("%s: %s", l->id, err);
         j->remaining--;
+        sub_done_event(j, s, "failed", s->error);
+        return;
     }
+    s->sub_id = xstrdup(master_task_id(s->task));
+    EVT_EMIT(subtask_sent, .learner = l->id, .name = j->name, .id = j->task_id, .sub_id = s->sub_id,
+             .items = items);
 }
 
-/* Runs a fan-out job; `make` builds learner i's task data. */
+/* Makes j the running job; a job whose every send failed ends at once. */
 static void job_run(job *j)
 {
-    agg *a = j->a;
-    a->job = j;
+    j->a->job = j;
     if (j->remaining == 0)
         job_finish(j);
 }
 
 static void fan_out_all(agg *a, const char *task_id, const char *name, job_kind kind, const char *data_json)
 {
-    size_t w = agg_world_size(a);
+    size_t w = agg_learners_world(a->learners);
     if (w == 0) {
-        cJSON *r = message_result("no connected learner");
-        report(a, task_id, name, ev_now_us(), false, r);
+        report(a, task_id, name, ev_now_us(), false, message_result("no connected learner"));
         return;
     }
     job *j = job_new(a, task_id, name, kind, w);
-    j->remaining = w;
     size_t k = 0;
-    for (size_t i = 0; i < a->nlearners; i++) {
-        learner *l = a->learners[i];
-        if (l->state != L_CONNECTED)
-            continue;
-        sub_send(j, k++, l, xstrdup(data_json), strlen(data_json), false);
+    for (size_t i = 0; i < agg_learners_count(a->learners); i++) {
+        learner *l = agg_learners_at(a->learners, i);
+        if (l->state == LS_JOINED)
+            sub_send(j, k++, l, xstrdup(data_json), strlen(data_json), false, -1);
     }
-    a->job = j;
     job_run(j);
 }
 
@@ -570,8 +559,8 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
     cJSON *unack = cJSON_CreateObject();
     learner **ls = xcalloc(a->ndemands ? a->ndemands : 1, sizeof *ls);
     for (size_t i = 0; i < a->ndemands; i++) {
-        learner *l = agg_learner_find(a, a->demand_ids[i]);
-        if (!l || l->state != L_CONNECTED)
+        learner *l = agg_learners_find(a->learners, a->demand_ids[i]);
+        if (!l || l->state != LS_JOINED)
             xbuf_printf(&gone, "%s%s (slice [%zu, %zu))", gone.len ? ", " : "", a->demand_ids[i], start,
                         start + a->demands[i]);
         ls[i] = l;
@@ -600,17 +589,20 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
     size_t n = a->ndemands;
     size_t *dem = xmalloc(n * sizeof *dem);
     memcpy(dem, a->demands, n * sizeof *dem);
-    if (a->plant == PLANT_SPLIT_OFF_BY_ONE && n > 0 && dem[0] > 0) {
+#ifdef DILEARN_PLANT_BUGS
+    if (PLANTED(a, PLANT_SPLIT_OFF_BY_ONE) && n > 0 && dem[0] > 0) {
         dem[0]--;
         if (n > 1)
             dem[n - 1]++;
     }
+#endif
     char **slices = xcalloc(n, sizeof *slices);
     size_t *lens = xcalloc(n, sizeof *lens);
     char err[512];
     int rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
                                           sizeof err);
-    if (rc < 0 && a->plant == PLANT_SPLIT_OFF_BY_ONE) {
+#ifdef DILEARN_PLANT_BUGS
+    if (rc < 0 && PLANTED(a, PLANT_SPLIT_OFF_BY_ONE)) {
         /* the planted bug sends short slices silently, as the reference */
         size_t total = 0;
         for (size_t i = 0; i < n; i++)
@@ -619,6 +611,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
         rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
                                           sizeof err);
     }
+#endif
     if (rc < 0) {
         char *msg = xasprintf("learner_learn_task: %s", err);
         report(a, task_id, name, t0, false, message_result(msg));
@@ -631,10 +624,9 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
     }
     job *j = job_new(a, task_id, name, JOB_LEARN, n);
     j->start_us = t0;
-    j->remaining = n;
     start = 0;
     for (size_t i = 0; i < n; i++) {
-        sub_send(j, i, ls[i], slices[i], lens[i], true); /* the task's data, built by the split */
+        sub_send(j, i, ls[i], slices[i], lens[i], true, (int64_t)dem[i]); /* the task's data, built by the split */
         j->subs[i].slice_start = start;
         j->subs[i].slice_end = start + dem[i];
         start += dem[i];
@@ -653,10 +645,10 @@ static void start_task(agg *a, const char *task_id, const cJSON *data, const cha
         report(a, task_id, "other", ev_now_us(), false, message_result("task name error"));
         return;
     }
-    LOG_INFO(NULL, "task %s (%s) received; world size %zu", name, task_id, agg_world_size(a));
+    LOG_INFO(NULL, "task %s (%s) received; world size %zu", name, task_id, agg_learners_world(a->learners));
     if (strcmp(name, "resource") == 0) {
         cJSON *r = cJSON_CreateObject();
-        cJSON_AddItemToObject(r, "gpu", jsonx_new_i64((int64_t)agg_world_size(a)));
+        cJSON_AddItemToObject(r, "gpu", jsonx_new_i64((int64_t)agg_learners_world(a->learners)));
         report(a, task_id, name, ev_now_us(), true, r);
     } else if (strcmp(name, "learner_start_task") == 0) {
         const cJSON *ti = jsonx_get(data, "task_info");
@@ -685,6 +677,11 @@ static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slav
         snprintf(v->message, sizeof v->message, "Task refused: the aggregator is shutting down.");
         return;
     }
+    const char *name = jsonx_get_str(data, "name");
+    bool learn = name && strcmp(name, "learner_learn_task") == 0;
+    const cJSON *items = learn ? jsonx_get(data, "data") : NULL;
+    EVT_EMIT(task_received, .name = name, .id = task_id,
+             .items = cJSON_IsArray(items) ? (int64_t)cJSON_GetArraySize(items) : -1);
     if (a->job) {
         /* Only an abandoned job (its coordinator was lost) can still run:
          * the slave admits one task at a time. Queue behind it. */
@@ -692,14 +689,14 @@ static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slav
         cJSON_Delete(a->queued_data);
         a->queued_id = xstrdup(task_id);
         a->queued_data = jsonx_dup(data);
+        a->queued_us = ev_now_us();
         jsonx_unref(a->queued_data, text); /* the body is freed when this returns */
         LOG_INFO(NULL, "task %s queued until the previous fan-out drains", task_id);
         return;
     }
     /* Learn data items are refs into the body (raw_refs), split straight
      * from there; any other task gets a tree with every text of its own. */
-    const char *name = jsonx_get_str(data, "name");
-    if (name && strcmp(name, "learner_learn_task") == 0) {
+    if (learn) {
         start_task(a, task_id, data, text);
         return;
     }
@@ -709,16 +706,34 @@ static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slav
     cJSON_Delete(own);
 }
 
-static void on_coord_lost(void *ud, const char *why)
+/* The queued task will never be answered: its task_done says why. */
+static void drop_queued(agg *a, const char *why, bool answer)
 {
-    agg *a = ud;
-    LOG_WARN(NULL, "coordinator lost: %s", why);
-    if (a->job)
-        a->job->abandoned = true;
+    if (!a->queued_id)
+        return;
+    const char *qn = jsonx_get_str(a->queued_data, "name");
+    if (answer)
+        report(a, a->queued_id, qn ? qn : "other", a->queued_us, false, message_result(why));
+    else
+        EVT_EMIT(task_done, .name = qn, .id = a->queued_id, .status = "failed", .message = why,
+                 .latency_ms = (double)(ev_now_us() - a->queued_us) / 1e3);
     free(a->queued_id);
     cJSON_Delete(a->queued_data);
     a->queued_id = NULL;
     a->queued_data = NULL;
+    ev_timer_stop(a->loop, a->queue_timer);
+    a->queue_timer = NULL;
+}
+
+static void on_coord_lost(void *ud, const char *why)
+{
+    agg *a = ud;
+    LOG_WARN(NULL, "coordinator lost: %s", why);
+    char *msg = xasprintf("abandoned: the coordinator was lost (%s)", why);
+    if (a->job && a->job->state == JOB_RUNNING)
+        job_set_state(a->job, JOB_ABANDONED, false, NULL, msg);
+    drop_queued(a, msg, false);
+    free(msg);
 }
 
 /* ------------------------------------------------------------------ */
@@ -727,10 +742,39 @@ static void on_coord_lost(void *ud, const char *why)
 static void reply_metrics(agg *a, hs_request *r)
 {
     agg_gauges g = {0};
-    g.learners_connected = agg_world_size(a);
-    g.learners_known = a->nlearners;
-    for (size_t i = 0; i < a->nlearners; i++)
-        g.learners_failed += a->learners[i]->failed;
+    size_t n = agg_learners_count(a->learners);
+    g.learners_connected = agg_learners_world(a->learners);
+    g.learners_known = n;
+    g.learners_failed = agg_learners_in_state(a->learners, LS_FAILED);
+    agg_learner_gauge *lg = xcalloc(n ? n : 1, sizeof *lg);
+    for (size_t i = 0; i < n; i++) {
+        const learner *l = agg_learners_at(a->learners, i);
+        lg[i].id = l->id;
+        lg[i].state = l->state;
+        lg[i].heartbeat_age_s = l->state == LS_JOINED ? (double)master_conn_heartbeat_age_ms(l->conn) / 1e3 : -1;
+    }
+    g.learners = lg;
+    g.nlearners = n;
+    const char *states[LS_NSTATES];
+    for (int i = 0; i < LS_NSTATES; i++)
+        states[i] = agg_learner_state_name((learner_state)i);
+    g.state_names = states;
+    g.nstates = LS_NSTATES;
+    uint64_t now = ev_now_us(), oldest = now;
+    if (a->job && a->job->state == JOB_RUNNING) {
+        g.tasks_in_flight++;
+        oldest = a->job->start_us;
+    }
+    if (a->job)
+        g.subtasks_in_flight = a->job->remaining;
+    if (a->queued_id) {
+        g.tasks_in_flight++;
+        oldest = a->queued_us < oldest ? a->queued_us : oldest;
+    }
+    g.oldest_task_age_s = (double)(now - oldest) / 1e6;
+    evt_stats es = evt_get_stats();
+    g.events_lines = es.lines;
+    g.events_write_errors = es.write_errors;
     unsigned long long in, out;
     slave_bytes(a->slave, &in, &out);
     g.bytes_received = in;
@@ -739,6 +783,7 @@ static void reply_metrics(agg *a, hs_request *r)
     g.bytes_received += in;
     g.bytes_sent += out;
     char *text = agg_metrics_render(a->metrics, &g);
+    free(lg);
     hs_reply(r, 200, "text/plain; version=0.0.4", text, strlen(text));
 }
 
@@ -755,6 +800,12 @@ static void on_metrics_http(void *ud, hs_request *r)
 {
     if (!on_master_http(ud, r))
         hs_reply_json(r, 404, proto_envelope(false, 404, "Only GET /metrics is served here.", NULL));
+}
+
+static void on_learner_lost(void *ud, master_conn *c, const char *why)
+{
+    agg *a = ud;
+    agg_learners_conn_lost(a->learners, c, why);
 }
 
 /* ------------------------------------------------------------------ */
@@ -778,19 +829,8 @@ static int plant_from_env(void)
     return PLANT_NONE;
 }
 
-agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud, char *err, size_t errlen)
+static slave *make_slave(agg *a, const agg_config *cfg, char *err, size_t errlen)
 {
-    agg *a = xcalloc(1, sizeof *a);
-    a->loop = loop;
-    a->cfg = *cfg;
-    a->ready_cb = ready;
-    a->ready_ud = ud;
-    a->metrics = agg_metrics_new();
-    a->start_ms = ev_now_ms();
-    a->plant = plant_from_env();
-    if (a->plant)
-        LOG_WARN(NULL, "PLANTED BUG %d is active (DILEARN_PLANT_BUG): this build is for testing the tests", a->plant);
-
     slave_config sc;
     slave_config_init(&sc);
     sc.name = "aggregator";
@@ -805,15 +845,17 @@ agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud,
     sc.raw_depth = 2;   /* learn data items stay raw text ... */
     sc.raw_refs = true; /* ... in the body itself, split from there */
     slave_callbacks scb = {.on_task = on_coord_task, .on_master_lost = on_coord_lost};
-    a->slave = slave_new(loop, &sc, &scb, a, err, errlen);
-    if (!a->slave) {
+    slave *s = slave_new(a->loop, &sc, &scb, a, err, errlen);
+    if (!s) {
         char tmp[512];
         snprintf(tmp, sizeof tmp, "slave (coordinator side): %s", err);
         snprintf(err, errlen, "%s", tmp);
-        agg_metrics_free(a->metrics);
-        free(a);
-        return NULL;
     }
+    return s;
+}
+
+static master *make_master(agg *a, const agg_config *cfg, char *err, size_t errlen)
+{
     master_config mc;
     master_config_init(&mc);
     /* Each learner may hold a heartbeat and a report connection at once. */
@@ -829,43 +871,59 @@ agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud,
     mc.retries = cfg->request_retries;
     mc.connect_retries = 0; /* joins are retried every retry_interval here */
     mc.retry_wait_ms = cfg->request_retry_wait_ms;
-    mc.connect_timeout_ms = cfg->retry_interval_ms < 2000 ? (cfg->retry_interval_ms > 100 ? cfg->retry_interval_ms : 100) : 2000;
+    mc.connect_timeout_ms =
+        cfg->retry_interval_ms < 2000 ? (cfg->retry_interval_ms > 100 ? cfg->retry_interval_ms : 100) : 2000;
+    /* The registry follows master's connection callbacks. */
     master_callbacks mcb = {.on_lost = on_learner_lost, .on_http = on_master_http};
-    a->master = master_new(loop, &mc, &mcb, a, err, errlen);
-    if (!a->master) {
+    master *m = master_new(a->loop, &mc, &mcb, a, err, errlen);
+    if (!m) {
         char tmp[512];
         snprintf(tmp, sizeof tmp, "master (learner side): %s", err);
         snprintf(err, errlen, "%s", tmp);
-        slave_free(a->slave);
-        agg_metrics_free(a->metrics);
-        free(a);
-        return NULL;
     }
-    if (cfg->metrics_port >= 0) {
+    return m;
+}
+
+agg *agg_new(ev_loop *loop, const agg_config *cfg, agg_ready_cb ready, void *ud, char *err, size_t errlen)
+{
+    agg *a = xcalloc(1, sizeof *a);
+    a->loop = loop;
+    a->cfg = *cfg;
+    a->ready_cb = ready;
+    a->ready_ud = ud;
+    a->metrics = agg_metrics_new();
+    a->start_ms = ev_now_ms();
+    a->plant = plant_from_env();
+    if (a->plant)
+        LOG_WARN(NULL, "PLANTED BUG %d is active (DILEARN_PLANT_BUG): this build is for testing the tests", a->plant);
+    agg_learners_config lc = {.max_retry_ms = cfg->max_retry_ms, .retry_interval_ms = cfg->retry_interval_ms};
+#ifdef DILEARN_PLANT_BUGS
+    lc.no_retake = PLANTED(a, PLANT_NO_RETAKE);
+#endif
+    a->learners = agg_learners_new(loop, &lc, on_learner_changed, a);
+    a->slave = make_slave(a, cfg, err, errlen);
+    a->master = a->slave ? make_master(a, cfg, err, errlen) : NULL;
+    if (a->master && cfg->metrics_port >= 0) {
         hs_config hc;
         hs_config_init(&hc);
         hc.host = cfg->master_host;
         hc.port = cfg->metrics_port;
         a->metrics_http = hs_start(loop, &hc, on_metrics_http, a, err, errlen);
-        if (!a->metrics_http) {
-            master_free(a->master);
-            slave_free(a->slave);
-            agg_metrics_free(a->metrics);
-            free(a);
-            return NULL;
-        }
     }
+    if (!a->master || (cfg->metrics_port >= 0 && !a->metrics_http)) {
+        agg_free(a);
+        return NULL;
+    }
+    agg_learners_set_master(a->learners, a->master);
     a->client = hc_new(loop);
     LOG_INFO(NULL, "listening: coordinator side %s:%d, learner side %s:%d (advertised as %s)", cfg->slave_host,
              slave_port(a->slave), cfg->master_host, master_port(a->master), master_advertise(a->master));
     for (size_t i = 0; i < cfg->nlearners; i++)
-        agg_learner_add(a, cfg->learners[i].id, cfg->learners[i].host, cfg->learners[i].port);
-    if (cfg->k8s_url) {
-        a->k8s = true;
-        agg_k8s_start(a);
-    }
+        agg_learners_add(a->learners, cfg->learners[i].id, cfg->learners[i].host, cfg->learners[i].port);
+    if (cfg->k8s_url)
+        a->k8s = agg_k8s_new(loop, a->client, a->learners, &a->cfg, on_k8s_synced, a);
     a->ready_timer = ev_timer_start(loop, (uint64_t)cfg->max_retry_ms + 1, on_ready_timer, a);
-    agg_check_ready(a);
+    check_ready(a);
     return a;
 }
 
@@ -873,26 +931,21 @@ void agg_free(agg *a)
 {
     if (!a)
         return;
-    agg_k8s_stop(a);
+    agg_k8s_free(a->k8s);
     if (a->job)
         job_free(a->job);
-    for (size_t i = 0; i < a->nlearners; i++)
-        learner_free(a, a->learners[i]);
-    free(a->learners);
+    agg_learners_free(a->learners);
     for (size_t i = 0; i < a->ndemands; i++)
         free(a->demand_ids[i]);
     free(a->demand_ids);
     free(a->demands);
     free(a->queued_id);
     cJSON_Delete(a->queued_data);
-    if (a->ready_timer)
-        ev_timer_stop(a->loop, a->ready_timer);
-    if (a->grace_timer)
-        ev_timer_stop(a->loop, a->grace_timer);
-    if (a->drain_timer)
-        ev_timer_stop(a->loop, a->drain_timer);
-    if (a->trim_timer)
-        ev_timer_stop(a->loop, a->trim_timer);
+    ev_timer_stop(a->loop, a->ready_timer);
+    ev_timer_stop(a->loop, a->grace_timer);
+    ev_timer_stop(a->loop, a->drain_timer);
+    ev_timer_stop(a->loop, a->trim_timer);
+    ev_timer_stop(a->loop, a->queue_timer);
     if (a->metrics_http)
         hs_stop(a->metrics_http);
     master_free(a->master);
@@ -946,40 +999,19 @@ void agg_shutdown(agg *a, long grace_ms, agg_done_cb done, void *ud)
     a->stopping = true;
     a->done_cb = done;
     a->done_ud = ud;
-    LOG_INFO(NULL, "shutting down: disconnecting %zu learners", agg_world_size(a));
+    LOG_INFO(NULL, "shutting down: disconnecting %zu learners", agg_learners_world(a->learners));
     if (a->job) {
         job *j = a->job;
-        a->job = NULL;
-        if (!j->abandoned) {
-            j->abandoned = true;
-            report(a, j->task_id, j->name, j->start_us, false,
-                   message_result("the aggregator is shutting down (signal); the task was not finished"));
-        }
-        job_free(j);
+        /* Answered failed if it still had a coordinator; the learners'
+         * sub-tasks are cancelled. */
+        job_set_state(j, JOB_DONE, false,
+                      message_result("the aggregator is shutting down (signal); the task was not finished"),
+                      "shutdown");
     }
-    if (a->queued_id) {
-        /* A task waiting behind an abandoned fan-out fails too. */
-        const char *qn = jsonx_get_str(a->queued_data, "name");
-        report(a, a->queued_id, qn ? qn : "other", ev_now_us(), false,
-               message_result("the aggregator is shutting down (signal); the task was not started"));
-        free(a->queued_id);
-        cJSON_Delete(a->queued_data);
-        a->queued_id = NULL;
-        a->queued_data = NULL;
-    }
-    agg_k8s_stop(a);
-    for (size_t i = 0; i < a->nlearners; i++) {
-        learner *l = a->learners[i];
-        if (l->retry) {
-            ev_timer_stop(a->loop, l->retry);
-            l->retry = NULL;
-        }
-        if (l->conn) {
-            master_disconnect(l->conn, "the aggregator is shutting down");
-            l->conn = NULL;
-            l->state = L_WAITING;
-        }
-    }
+    /* A task waiting behind an abandoned fan-out fails too. */
+    drop_queued(a, "the aggregator is shutting down (signal); the task was not started", true);
+    agg_k8s_stop(a->k8s);
+    agg_learners_stop(a->learners);
     a->grace_timer = ev_timer_start(a->loop, (uint64_t)grace_ms, on_grace, a);
     on_drain_check(a->loop, a);
 }

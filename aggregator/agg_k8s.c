@@ -1,17 +1,31 @@
-/* agg_k8s: Kubernetes mode: every sync period, report the learners that
- * failed to join to the operator server (as pod names), then get the learner
- * list and connect to new addresses / disconnect from those gone. Operator
- * trouble (down, slow, garbage) is logged and retried next period. */
+/* agg_k8s: Kubernetes mode (see agg_k8s.h). */
+#include "agg_k8s.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agg_internal.h"
+#include "evt.h"
 #include "ilog.h"
 #include "jsonx.h"
 #include "xalloc.h"
 
-static void sync_schedule(agg *a, long delay_ms);
+struct agg_k8s {
+    ev_loop *loop;
+    hc_client *client;
+    agg_learners *reg;
+    const agg_config *cfg; /* k8s_url, k8s_api, k8s_namespace, k8s_name, periods */
+    agg_k8s_synced_cb synced_cb;
+    void *ud;
+    bool synced, stopping;
+    ev_timer *timer;
+    hc_req *req;
+    /* this sync's operator_sync event */
+    cJSON *added, *removed, *failed;
+    char *error;
+};
+
+static void sync_schedule(agg_k8s *k, long delay_ms);
 
 /* "learner-0.ns:22271" -> "learner-0" (the host without its last
  * dot-separated part; a host without a dot is kept whole). */
@@ -26,23 +40,41 @@ static char *pod_name(const char *addr)
     return host;
 }
 
-static void http(agg *a, const char *method, const char *path_query, char *body, hc_cb cb)
+/* Ends one exchange with the operator: its event, then the next period. */
+static void sync_end(agg_k8s *k, const char *error)
+{
+    if (error && !k->error)
+        k->error = xstrdup(error);
+    EVT_EMIT(operator_sync, .added = k->added, .removed = k->removed, .failed = k->failed, .error = k->error,
+             .world = (int64_t)agg_learners_world(k->reg));
+    cJSON_Delete(k->added);
+    cJSON_Delete(k->removed);
+    cJSON_Delete(k->failed);
+    free(k->error);
+    k->added = k->removed = k->failed = NULL;
+    k->error = NULL;
+    sync_schedule(k, k->cfg->sync_period_ms);
+}
+
+static void http(agg_k8s *k, const char *method, const char *path_query, char *body, hc_cb cb)
 {
     hc_opts o;
     hc_opts_init(&o);
-    char *url = xasprintf("%s%s%s", a->cfg.k8s_url, a->cfg.k8s_api, path_query);
+    char *url = xasprintf("%s%s%s", k->cfg->k8s_url, k->cfg->k8s_api, path_query);
     o.method = method;
     o.url = url;
     o.body = body;
     o.body_len = body ? strlen(body) : 0;
     o.retries = 0; /* the next period is the retry */
-    o.timeout_ms = a->cfg.operator_timeout_ms;
-    o.connect_timeout_ms = a->cfg.operator_timeout_ms;
-    a->sync_req = hc_send(a->client, &o, cb, a);
+    o.timeout_ms = k->cfg->operator_timeout_ms;
+    o.connect_timeout_ms = k->cfg->operator_timeout_ms;
+    k->req = hc_send(k->client, &o, cb, k);
     free(url);
-    if (!a->sync_req) {
-        LOG_ERROR(NULL, "operator: cannot start %s %s", method, path_query);
-        sync_schedule(a, a->cfg.sync_period_ms);
+    if (!k->req) {
+        char *why = xasprintf("cannot start %s %s", method, path_query);
+        LOG_ERROR(NULL, "operator: %s", why);
+        sync_end(k, why);
+        free(why);
     }
 }
 
@@ -69,16 +101,6 @@ static cJSON *operator_data_err(const hc_result *res, cJSON **tree, char *err, s
     }
     *tree = rep.tree;
     return rep.data;
-}
-
-/* Parses an operator reply; returns the envelope's data or NULL (logged). */
-static cJSON *operator_data(const char *what, const hc_result *res, cJSON **tree)
-{
-    char err[400];
-    cJSON *data = operator_data_err(res, tree, err, sizeof err);
-    if (!data && !*tree)
-        LOG_WARN(NULL, "operator: %s %s; retrying next period", what, err);
-    return data;
 }
 
 /* Splits "host:port" (port 1..65535, host not empty); false if it is not so. */
@@ -142,28 +164,35 @@ void agg_k8s_entries_free(agg_k8s_entry *entries, size_t n)
     free(entries);
 }
 
-static void apply_list(agg *a, const agg_k8s_entry *e, size_t n)
+static void remove_learner(agg_k8s *k, learner *l, const char *why)
+{
+    cJSON_AddItemToArray(k->removed, cJSON_CreateString(l->id));
+    agg_learners_remove(k->reg, l, why);
+}
+
+static void apply_list(agg_k8s *k, const agg_k8s_entry *e, size_t n)
 {
     /* New addresses: connect. */
     for (size_t i = 0; i < n; i++) {
-        if (agg_learner_find(a, e[i].addr))
+        if (agg_learners_find(k->reg, e[i].addr))
             continue;
         if (!e[i].host) {
             LOG_WARN(NULL, "operator: learner address '%.200s' is not host:port; ignored", e[i].addr);
             continue;
         }
         LOG_INFO(e[i].addr, "operator lists a new learner; connecting");
-        agg_learner_add(a, e[i].addr, e[i].host, e[i].port);
+        cJSON_AddItemToArray(k->added, cJSON_CreateString(e[i].addr));
+        agg_learners_add(k->reg, e[i].addr, e[i].host, e[i].port);
     }
     /* Gone addresses: disconnect and forget (failed ones are kept until
      * reported, as the reference does). */
-    for (size_t i = 0; i < a->nlearners;) {
-        learner *l = a->learners[i];
+    for (size_t i = 0; i < agg_learners_count(k->reg);) {
+        learner *l = agg_learners_at(k->reg, i);
         bool listed = false;
-        for (size_t k = 0; k < n && !listed; k++)
-            listed = strcmp(e[k].addr, l->id) == 0;
-        if (!listed && !(l->failed && !l->reported)) {
-            agg_learner_remove(a, l, "no longer listed by the operator");
+        for (size_t j = 0; j < n && !listed; j++)
+            listed = strcmp(e[j].addr, l->id) == 0;
+        if (!listed && l->state != LS_FAILED) {
+            remove_learner(k, l, "no longer listed by the operator");
             continue;
         }
         i++;
@@ -172,66 +201,70 @@ static void apply_list(agg *a, const agg_k8s_entry *e, size_t n)
 
 static void on_get(void *ud, const hc_result *res)
 {
-    agg *a = ud;
-    a->sync_req = NULL;
+    agg_k8s *k = ud;
+    k->req = NULL;
     agg_k8s_entry *e;
     size_t n;
     char err[400];
     if (agg_k8s_parse_replicas(res, &e, &n, err, sizeof err) != 0) {
         LOG_WARN(NULL, "operator: GET /replicas %s; retrying next period", err);
-    } else {
-        apply_list(a, e, n);
-        agg_k8s_entries_free(e, n);
-        if (!a->k8s_synced) {
-            a->k8s_synced = true;
-            agg_check_ready(a);
-        }
+        char *why = xasprintf("GET /replicas %s", err);
+        sync_end(k, why);
+        free(why);
+        return;
     }
-    sync_schedule(a, a->cfg.sync_period_ms);
+    apply_list(k, e, n);
+    agg_k8s_entries_free(e, n);
+    bool first = !k->synced;
+    k->synced = true;
+    sync_end(k, NULL);
+    if (first && k->synced_cb)
+        k->synced_cb(k->ud);
 }
 
-static void get_list(agg *a)
+static void get_list(agg_k8s *k)
 {
-    char *q = xasprintf("/replicas?namespace=%s&aggregator=%s", a->cfg.k8s_namespace, a->cfg.k8s_name);
-    http(a, "GET", q, NULL, on_get);
+    char *q = xasprintf("/replicas?namespace=%s&aggregator=%s", k->cfg->k8s_namespace, k->cfg->k8s_name);
+    http(k, "GET", q, NULL, on_get);
     free(q);
 }
 
 static void on_failed_posted(void *ud, const hc_result *res)
 {
-    agg *a = ud;
-    a->sync_req = NULL;
+    agg_k8s *k = ud;
+    k->req = NULL;
     cJSON *tree;
-    cJSON *data = operator_data("POST /replicas/failed", res, &tree);
+    char err[400];
+    cJSON *data = operator_data_err(res, &tree, err, sizeof err);
     if (data || (tree && !res->error)) {
-        /* Accepted: forget the reported learners (the operator replaces
-         * them; a new address shows up in the list). */
-        for (size_t i = 0; i < a->nlearners;) {
-            learner *l = a->learners[i];
-            if (l->failed && l->reported) {
-                agg_learner_remove(a, l, "reported failed to the operator");
-                continue;
-            }
-            i++;
+        /* Accepted: forget the reported learners that are still failed (the
+         * operator replaces them; a new address shows up in the list). */
+        for (const cJSON *it = k->failed ? k->failed->child : NULL; it; it = it->next) {
+            learner *l = agg_learners_find(k->reg, it->valuestring);
+            if (l && l->state == LS_FAILED)
+                remove_learner(k, l, "reported failed to the operator");
         }
     } else {
-        for (size_t i = 0; i < a->nlearners; i++)
-            a->learners[i]->reported = false;
+        LOG_WARN(NULL, "operator: POST /replicas/failed %s; retrying next period", err);
+        char *why = xasprintf("POST /replicas/failed %s", err);
+        k->error = why;
     }
     cJSON_Delete(tree);
-    if (!a->stopping)
-        get_list(a);
+    if (!k->stopping)
+        get_list(k);
 }
 
-static void sync_now(agg *a)
+static void sync_now(agg_k8s *k)
 {
-    if (a->sync_req || a->stopping)
+    if (k->req || k->stopping)
         return;
+    k->added = cJSON_CreateArray();
+    k->removed = cJSON_CreateArray();
+    k->failed = cJSON_CreateArray();
     cJSON *pods = cJSON_CreateArray();
-    size_t n = 0;
-    for (size_t i = 0; i < a->nlearners; i++) {
-        learner *l = a->learners[i];
-        if (!l->failed || l->state == L_CONNECTED)
+    for (size_t i = 0; i < agg_learners_count(k->reg); i++) {
+        learner *l = agg_learners_at(k->reg, i);
+        if (l->state != LS_FAILED)
             continue;
         char *p = pod_name(l->id);
         bool dup = false;
@@ -240,55 +273,81 @@ static void sync_now(agg *a)
         if (!dup)
             cJSON_AddItemToArray(pods, cJSON_CreateString(p));
         free(p);
-        l->reported = true;
-        n++;
+        cJSON_AddItemToArray(k->failed, cJSON_CreateString(l->id));
     }
-    if (n == 0) {
+    if (!pods->child) {
         cJSON_Delete(pods);
-        get_list(a);
+        get_list(k);
         return;
     }
     cJSON *body = cJSON_CreateObject();
-    cJSON_AddStringToObject(body, "namespace", a->cfg.k8s_namespace);
-    cJSON_AddStringToObject(body, "coordinator", a->cfg.k8s_name);
+    cJSON_AddStringToObject(body, "namespace", k->cfg->k8s_namespace);
+    cJSON_AddStringToObject(body, "coordinator", k->cfg->k8s_name);
     cJSON_AddItemToObject(body, "collectors", cJSON_CreateArray());
     cJSON_AddItemToObject(body, "learners", pods);
     char *text = jsonx_print(body);
     LOG_INFO(NULL, "operator: reporting failed learners %s", text);
     cJSON_Delete(body);
-    http(a, "POST", "/replicas/failed", text, on_failed_posted);
+    http(k, "POST", "/replicas/failed", text, on_failed_posted);
 }
 
 static void on_sync_timer(ev_loop *loop, void *data)
 {
     (void)loop;
-    agg *a = data;
-    a->sync_timer = NULL;
-    sync_now(a);
+    agg_k8s *k = data;
+    k->timer = NULL;
+    sync_now(k);
 }
 
-static void sync_schedule(agg *a, long delay_ms)
+static void sync_schedule(agg_k8s *k, long delay_ms)
 {
-    if (a->stopping)
+    if (k->stopping)
         return;
-    if (a->sync_timer)
-        ev_timer_stop(a->loop, a->sync_timer);
-    a->sync_timer = ev_timer_start(a->loop, (uint64_t)delay_ms, on_sync_timer, a);
+    ev_timer_stop(k->loop, k->timer);
+    k->timer = ev_timer_start(k->loop, (uint64_t)delay_ms, on_sync_timer, k);
 }
 
-void agg_k8s_start(agg *a)
+agg_k8s *agg_k8s_new(ev_loop *loop, hc_client *client, agg_learners *reg, const agg_config *cfg,
+                     agg_k8s_synced_cb synced, void *ud)
 {
-    LOG_INFO(NULL, "Kubernetes mode: operator %s%s, namespace %s, name %s, sync every %ld ms", a->cfg.k8s_url,
-             a->cfg.k8s_api, a->cfg.k8s_namespace, a->cfg.k8s_name, a->cfg.sync_period_ms);
-    sync_schedule(a, 0);
+    agg_k8s *k = xcalloc(1, sizeof *k);
+    k->loop = loop;
+    k->client = client;
+    k->reg = reg;
+    k->cfg = cfg;
+    k->synced_cb = synced;
+    k->ud = ud;
+    LOG_INFO(NULL, "Kubernetes mode: operator %s%s, namespace %s, name %s, sync every %ld ms", cfg->k8s_url,
+             cfg->k8s_api, cfg->k8s_namespace, cfg->k8s_name, cfg->sync_period_ms);
+    sync_schedule(k, 0);
+    return k;
 }
 
-void agg_k8s_stop(agg *a)
+bool agg_k8s_synced(const agg_k8s *k)
 {
-    if (a->sync_timer)
-        ev_timer_stop(a->loop, a->sync_timer);
-    a->sync_timer = NULL;
-    if (a->sync_req)
-        hc_cancel(a->client, a->sync_req);
-    a->sync_req = NULL;
+    return k && k->synced;
+}
+
+void agg_k8s_stop(agg_k8s *k)
+{
+    if (!k)
+        return;
+    k->stopping = true;
+    ev_timer_stop(k->loop, k->timer);
+    k->timer = NULL;
+    if (k->req)
+        hc_cancel(k->client, k->req);
+    k->req = NULL;
+    cJSON_Delete(k->added);
+    cJSON_Delete(k->removed);
+    cJSON_Delete(k->failed);
+    free(k->error);
+    k->added = k->removed = k->failed = NULL;
+    k->error = NULL;
+}
+
+void agg_k8s_free(agg_k8s *k)
+{
+    agg_k8s_stop(k);
+    free(k);
 }

@@ -68,12 +68,57 @@ static void metric(xbuf *b, const char *name, const char *type, const char *help
     xbuf_printf(b, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name, value);
 }
 
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void label_value(xbuf *b, const char *v)
+{
+    for (const char *p = v; *p; p++) {
+        if (*p == '\\' || *p == '"')
+            xbuf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            xbuf_puts(b, "\\n");
+        else
+            xbuf_append(b, p, 1);
+    }
+}
+
+/* Per-learner gauges: its state as a state set (1 for the one it is in),
+ * the seconds since its last heartbeat (connected learners only), so that
+ * an alert can fire on a learner that is stuck or silent. */
+static void render_learners(xbuf *b, const agg_gauges *g)
+{
+    xbuf_puts(b, "# HELP dilearn_learner_state The learner's join state (1 for the state it is in): joining (in its "
+                 "join window or retried after leaving), joined, failed (did not join within max_retry; still "
+                 "retried), stopped.\n# TYPE dilearn_learner_state gauge\n");
+    for (size_t i = 0; i < g->nlearners; i++)
+        for (size_t s = 0; s < g->nstates; s++) {
+            xbuf_puts(b, "dilearn_learner_state{learner=\"");
+            label_value(b, g->learners[i].id);
+            xbuf_printf(b, "\",state=\"%s\"} %d\n", g->state_names[s], g->learners[i].state == (int)s);
+        }
+    xbuf_puts(b, "# HELP dilearn_learner_heartbeat_age_seconds Seconds since the learner's last heartbeat "
+                 "(connected learners only).\n# TYPE dilearn_learner_heartbeat_age_seconds gauge\n");
+    for (size_t i = 0; i < g->nlearners; i++) {
+        if (g->learners[i].heartbeat_age_s < 0)
+            continue;
+        xbuf_puts(b, "dilearn_learner_heartbeat_age_seconds{learner=\"");
+        label_value(b, g->learners[i].id);
+        xbuf_printf(b, "\"} %.3f\n", g->learners[i].heartbeat_age_s);
+    }
+}
+
+static void gauge_f(xbuf *b, const char *name, const char *help, double value)
+{
+    xbuf_printf(b, "# HELP %s %s\n# TYPE %s gauge\n%s %.3f\n", name, help, name, name, value);
+}
+
 char *agg_metrics_render(const agg_metrics *m, const agg_gauges *g)
 {
     xbuf b = {0};
     metric(&b, "dilearn_learners_connected", "gauge", "Learners connected now (the world size).",
            g->learners_connected);
-    metric(&b, "dilearn_learners_failed", "gauge", "Learners that did not join within max_retry.",
+    metric(&b, "dilearn_learners_failed", "gauge",
+           "Learners failed to join now: not joined within max_retry of their window. Not final: they are "
+           "still retried, and one that joins later is no longer counted.",
            g->learners_failed);
     metric(&b, "dilearn_learners_known", "gauge", "Learners configured or listed by the operator.",
            g->learners_known);
@@ -98,5 +143,15 @@ char *agg_metrics_render(const agg_metrics *m, const agg_gauges *g)
     }
     metric(&b, "dilearn_bytes_received_total", "counter", "HTTP body bytes received.", g->bytes_received);
     metric(&b, "dilearn_bytes_sent_total", "counter", "HTTP body bytes sent.", g->bytes_sent);
+    metric(&b, "dilearn_tasks_in_flight", "gauge", "Coordinator tasks received and not yet answered.",
+           g->tasks_in_flight);
+    gauge_f(&b, "dilearn_oldest_task_in_flight_seconds",
+            "Age of the oldest coordinator task not yet answered (0: none).", g->oldest_task_age_s);
+    metric(&b, "dilearn_subtasks_in_flight", "gauge", "Learners' parts of the current fan-out not yet ended.",
+           g->subtasks_in_flight);
+    metric(&b, "dilearn_events_total", "counter", "Events emitted (--events).", g->events_lines);
+    metric(&b, "dilearn_events_write_errors_total", "counter",
+           "Failed writes of the events file (their events are lost).", g->events_write_errors);
+    render_learners(&b, g);
     return xbuf_take(&b);
 }

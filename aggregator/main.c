@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include "agg.h"
+#include "evt.h"
 #include "ilog.h"
 
 typedef struct {
@@ -40,7 +41,25 @@ static void on_signal(ev_loop *loop, int signum, void *data)
         return;
     }
     LOG_INFO(NULL, "signal %d: shutting down", signum);
+    EVT_EMIT(shutdown, .signal = signum == SIGTERM ? "SIGTERM" : signum == SIGINT ? "SIGINT" : NULL,
+             .reason = "signal");
     agg_shutdown(p->a, 1500, on_done, p);
+}
+
+/* The "started" event's config: what shapes behaviour. */
+static cJSON *events_config(const agg_config *cfg)
+{
+    cJSON *c = cJSON_CreateObject();
+    cJSON *ls = cJSON_AddArrayToObject(c, "learners");
+    for (size_t i = 0; i < cfg->nlearners; i++)
+        cJSON_AddItemToArray(ls, cJSON_CreateString(cfg->learners[i].id));
+    cJSON_AddNumberToObject(c, "time_scale", cfg->time_scale);
+    cJSON_AddNumberToObject(c, "max_retry_ms", (double)cfg->max_retry_ms);
+    cJSON_AddNumberToObject(c, "retry_interval_ms", (double)cfg->retry_interval_ms);
+    cJSON_AddNumberToObject(c, "heartbeat_tolerance_ms", (double)cfg->heartbeat_tolerance_ms);
+    cJSON_AddNumberToObject(c, "task_deadline_ms", (double)cfg->task_deadline_ms);
+    cJSON_AddBoolToObject(c, "kubernetes", cfg->k8s_url != NULL);
+    return c;
 }
 
 static void raise_fd_limit(void)
@@ -93,15 +112,28 @@ int main(int argc, char **argv)
     ev_signal(p.loop, SIGTERM, on_signal, &p);
     ev_signal(p.loop, SIGINT, on_signal, &p);
     signal(SIGPIPE, SIG_IGN);
+    cJSON *ecfg = events_config(&cfg);
+    evt_opts eo = {.path = cfg.events_path, .process = "aggregator", .max_bytes = cfg.events_max_bytes,
+                   .flush_ms = (unsigned)cfg.events_flush_ms, .each_line = cfg.events_each_line, .config = ecfg};
+    int erc = evt_init(p.loop, &eo, err, sizeof err);
+    cJSON_Delete(ecfg);
+    if (erc != 0) {
+        fprintf(stderr, "aggregator: %s\n", err);
+        ev_loop_free(p.loop);
+        agg_config_free(&cfg);
+        return 2;
+    }
     p.a = agg_new(p.loop, &cfg, on_ready, &p, err, sizeof err);
     if (!p.a) {
         fprintf(stderr, "aggregator: cannot start: %s\n", err);
+        evt_close();
         ev_loop_free(p.loop);
         agg_config_free(&cfg);
         return 1;
     }
     int rc = ev_run(p.loop) == 0 ? 0 : 1;
     agg_free(p.a);
+    evt_close();
     ev_loop_free(p.loop);
     agg_config_free(&cfg);
     LOG_INFO(NULL, "stopped");

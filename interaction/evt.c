@@ -129,13 +129,9 @@ static int open_file(void)
     return g_sink.fd >= 0 ? 0 : -1;
 }
 
-/* Starts a new file when the pending lines would take the current one past
- * half the cap (the current and the rotated file hold at most max_bytes). */
-static void rotate_if_needed(size_t adding)
+/* Starts a new file (the current one becomes FILE.1). */
+static void rotate(void)
 {
-    size_t half = g_sink.max_bytes / 2;
-    if (g_sink.fd >= 0 && (g_sink.file_bytes == 0 || g_sink.file_bytes + adding <= half))
-        return;
     if (g_sink.fd >= 0) {
         close(g_sink.fd);
         g_sink.fd = -1;
@@ -147,24 +143,60 @@ static void rotate_if_needed(size_t adding)
         write_error("open", errno);
 }
 
-static void write_pending(void)
+static bool write_all(const char *p, size_t len)
 {
-    if (g_sink.pending.len == 0)
-        return;
-    rotate_if_needed(g_sink.pending.len);
     size_t off = 0;
-    while (g_sink.fd >= 0 && off < g_sink.pending.len) {
-        ssize_t n = write(g_sink.fd, g_sink.pending.data + off, g_sink.pending.len - off);
+    bool ok = true;
+    while (g_sink.fd >= 0 && off < len) {
+        ssize_t n = write(g_sink.fd, p + off, len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             write_error("write", n < 0 ? errno : ENOSPC);
+            ok = false;
             break;
         }
         off += (size_t)n;
     }
     g_sink.stats.bytes += off;
     g_sink.file_bytes += off;
+    return ok;
+}
+
+/* Writes the pending lines, each file at most half the cap (so the current
+ * and the rotated file hold at most max_bytes): the whole lines that fit go
+ * to the current file, then a new file is started for the rest. A line
+ * longer than half the cap gets a file of its own. */
+static void write_pending(void)
+{
+    size_t half = g_sink.max_bytes / 2;
+    const char *p = g_sink.pending.data;
+    size_t left = g_sink.pending.len;
+    if (g_sink.fd < 0 && left)
+        rotate();
+    while (left && g_sink.fd >= 0) {
+        size_t room = g_sink.file_bytes < half ? half - g_sink.file_bytes : 0;
+        size_t take = 0;
+        while (take < left) {
+            const char *nl = memchr(p + take, '\n', left - take);
+            size_t end = nl ? (size_t)(nl - p) + 1 : left;
+            if (end > room && (take > 0 || g_sink.file_bytes > 0))
+                break;
+            take = end;
+            if (take >= room)
+                break;
+        }
+        if (take == 0) {
+            rotate();
+            continue;
+        }
+        if (!write_all(p, take))
+            break; /* the rest is dropped (counted, warned once) */
+        p += take;
+        left -= take;
+        if (left)
+            rotate();
+    }
     g_sink.pending.len = 0;
 }
 

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt.h"
 #include "hc.h"
 #include "ilog.h"
 #include "jsonx.h"
@@ -316,6 +317,9 @@ static void on_hb_check(ev_loop *loop, void *data)
             char why[160];
             snprintf(why, sizeof why, "connection lost: no heartbeat for %llu ms (tolerance %ld ms)",
                      (unsigned long long)(now - c->last_hb_ms), m->cfg.heartbeat_tolerance_ms);
+            /* base_url is "http://" + host:port */
+            EVT_EMIT(heartbeat_lost, .learner = c->name, .addr = c->base_url + 7,
+                     .after_ms = (int64_t)(now - c->last_hb_ms));
             conn_lost(m, c, why);
             continue; /* c was removed from conns[i] */
         }

@@ -11,6 +11,20 @@ if(TARGET aggregator AND TARGET mock_learner AND TARGET mock_coordinator)
     MOCK_LEARNER_BIN="$<TARGET_FILE:mock_learner>"
     MOCK_COORDINATOR_BIN="$<TARGET_FILE:mock_coordinator>")
   add_dependencies(test_aggregator_e2e aggregator mock_learner mock_coordinator)
+  if(TARGET mock_operator)
+    target_compile_definitions(test_aggregator_e2e PRIVATE MOCK_OPERATOR_BIN="$<TARGET_FILE:mock_operator>")
+    add_dependencies(test_aggregator_e2e mock_operator)
+  endif()
+  # The /metrics text through `promtool check metrics` (Debian package
+  # prometheus); skipped (77) where promtool is not installed.
+  dl_unit_test(test_agg_promtool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aggregator_e2e.c
+               LIBS testproc LABELS "aggregator;e2e" TIMEOUT 120)
+  target_compile_definitions(test_agg_promtool PRIVATE AGG_E2E_PROMTOOL=1
+    AGGREGATOR_BIN="$<TARGET_FILE:aggregator>"
+    MOCK_LEARNER_BIN="$<TARGET_FILE:mock_learner>"
+    MOCK_COORDINATOR_BIN="$<TARGET_FILE:mock_coordinator>")
+  set_tests_properties(test_agg_promtool PROPERTIES SKIP_RETURN_CODE 77)
+  add_dependencies(test_agg_promtool aggregator mock_learner mock_coordinator)
 endif()
 if(TARGET agg_core)
   dl_unit_test(test_agg_config SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_agg_config.c LIBS agg_core LABELS aggregator)

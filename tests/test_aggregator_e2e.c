@@ -20,6 +20,7 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include "evt.h"
 #include "jsonx.h"
 #include "proc.h"
 #include "xalloc.h"
@@ -38,7 +39,8 @@ typedef struct {
     int group_of[MAXL];
     int nlearners;
     proc agg;
-    bool agg_started;
+    bool agg_started, agg_stopped;
+    char *const *agg_env; /* extra environment of the aggregator, or NULL */
     int slave_port, master_port;
     cJSON *agg_ready;
     int nlog;
@@ -89,7 +91,7 @@ static int teardown(void **state)
         free(f->ids[i]);
     cJSON_Delete(f->agg_ready);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", f->dir);
+    snprintf(cmd, sizeof cmd, getenv("AGG_E2E_KEEP") ? "true %s" : "rm -rf '%s'", f->dir);
     if (system(cmd) != 0)
         fprintf(stderr, "cannot remove %s\n", f->dir);
     free(f->dir);
@@ -151,7 +153,7 @@ static void start_agg(fx *f, const char *const *extra)
         arg(&a, "%s", extra[i]);
     char log[300];
     snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
-    assert_true(proc_start(&f->agg, a.v, NULL, log));
+    assert_true(proc_start(&f->agg, a.v, f->agg_env, log));
     f->agg_started = true;
     args_free(&a);
     f->agg_ready = proc_ready(&f->agg, 15000);
@@ -261,6 +263,102 @@ static bool agg_log_wait(fx *f, const char *needle, long cap_ms)
     return agg_log_wait_n(f, needle, 1, cap_ms);
 }
 
+/* ---- the aggregator's events (--events) ---- */
+
+typedef struct {
+    evt_record *r;
+    int n;
+} evts;
+
+/* Reads an events file; every line must be a valid event (evt_parse_line:
+ * known, every documented field of its type). */
+static evts events_read(const char *path)
+{
+    evts e = {0};
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        fprintf(stderr, "no events file %s\n", path);
+    assert_non_null(fp);
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &cap, fp)) > 0) {
+        if (line[len - 1] == '\n')
+            line[--len] = '\0';
+        e.r = xrealloc(e.r, (size_t)(e.n + 1) * sizeof *e.r);
+        char err[256];
+        if (evt_parse_line(line, (size_t)len, &e.r[e.n], err, sizeof err) != 0)
+            fail_msg("%s line %d: %s: %s", path, e.n + 1, err, line);
+        assert_int_equal(e.r[e.n].seq, e.n); /* no line lost */
+        e.n++;
+    }
+    free(line);
+    fclose(fp);
+    return e;
+}
+
+static void events_free(evts *e)
+{
+    for (int i = 0; i < e->n; i++)
+        evt_record_free(&e->r[i]);
+    free(e->r);
+    *e = (evts){0};
+}
+
+/* The first event `id` at index >= from whose learner (and task name) is
+ * the one given (NULL: any); -1 if none. */
+static int ev_find(const evts *e, int from, evt_id id, const char *learner, const char *name)
+{
+    for (int i = from < 0 ? 0 : from; i < e->n; i++) {
+        const char *l = evt_str(&e->r[i], EVT_F_learner), *nm = evt_str(&e->r[i], EVT_F_name);
+        if (e->r[i].id == id && (!learner || (l && strcmp(l, learner) == 0)) && (!name || (nm && strcmp(nm, name) == 0)))
+            return i;
+    }
+    return -1;
+}
+
+static int ev_count(const evts *e, evt_id id, const char *learner)
+{
+    int n = 0;
+    for (int i = ev_find(e, 0, id, learner, NULL); i >= 0; i = ev_find(e, i + 1, id, learner, NULL))
+        n++;
+    return n;
+}
+
+static const char *ev_str(const evts *e, int i, evt_field_id f)
+{
+    assert_true(i >= 0 && i < e->n);
+    const char *s = evt_str(&e->r[i], f);
+    return s ? s : "";
+}
+
+static int64_t ev_int(const evts *e, int i, evt_field_id f)
+{
+    assert_true(i >= 0 && i < e->n);
+    int64_t v = INT64_MIN;
+    assert_true(evt_int(&e->r[i], f, &v));
+    return v;
+}
+
+/* "--events=DIR/aggregator.events.jsonl" (static buffer) and its path. */
+static const char *events_flag(fx *f)
+{
+    static char flag[400];
+    snprintf(flag, sizeof flag, "--events=%s/aggregator.events.jsonl", f->dir);
+    return flag;
+}
+
+/* Stops the aggregator (SIGTERM: its events are flushed) and reads them. */
+static evts agg_stop_events(fx *f)
+{
+    if (!f->agg_stopped)
+        assert_int_equal(proc_stop(&f->agg, 5000), 0);
+    f->agg_stopped = true;
+    char path[400];
+    snprintf(path, sizeof path, "%s/aggregator.events.jsonl", f->dir);
+    return events_read(path);
+}
+
 #define ROUND(n) \
     "{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"items\": \"batch\"}"
 
@@ -357,6 +455,75 @@ static void learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world(void
     assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
 }
 
+/* issue 12: the events of a crash mid-learn, in order, with their fields. */
+static void crash_mid_learn_is_told_by_events_in_order(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "good", 2, NULL);
+    start_learners(f, "doomed", 1,
+                   (const char *[]){"--fault={\"kind\": \"crash\", \"task\": \"learner_learn_task\", \"when\": "
+                                    "\"during\"}",
+                                    NULL});
+    start_agg(f, (const char *[]){"--task-deadline-ms=20000", events_flag(f), NULL});
+    assert_int_equal(coordinate(f,
+                                "{\"tasks\": [{\"name\": \"learner_get_data_task\"},"
+                                "{\"name\": \"learner_learn_task\", \"expect\": {\"status\": \"failed\"}}]}",
+                                NULL),
+                     0);
+    evts e = agg_stop_events(f);
+    assert_int_equal(e.r[0].id, EVT_started);
+    assert_string_equal(e.r[0].process, "aggregator");
+    int last = 0;
+    for (int i = 0; i < 3; i++) {
+        const char *id = f->ids[i];
+        int k = ev_find(&e, 0, EVT_learner_joined, id, NULL);
+        assert_true(k > 0);
+        char addr[64];
+        snprintf(addr, sizeof addr, "127.0.0.1:%d", f->ports[i]);
+        assert_string_equal(ev_str(&e, k, EVT_F_addr), addr);
+        assert_true(ev_int(&e, k, EVT_F_world) >= 1);
+        last = k > last ? k : last;
+    }
+    assert_int_equal(ev_count(&e, EVT_learner_joined, NULL), 3);
+    int rx = ev_find(&e, last, EVT_task_received, NULL, "learner_learn_task");
+    assert_true(rx > last);
+    assert_int_equal(ev_int(&e, rx, EVT_F_items), 24);
+    const char *task_id = ev_str(&e, rx, EVT_F_id);
+    int sent = ev_find(&e, rx, EVT_subtask_sent, "doomed0", "learner_learn_task");
+    assert_true(sent > rx);
+    assert_int_equal(ev_int(&e, sent, EVT_F_items), 8);
+    assert_string_equal(ev_str(&e, sent, EVT_F_id), task_id);
+    int sd = ev_find(&e, sent, EVT_subtask_done, "doomed0", "learner_learn_task");
+    assert_true(sd > sent);
+    assert_string_equal(ev_str(&e, sd, EVT_F_status), "failed");
+    assert_string_equal(ev_str(&e, sd, EVT_F_sub_id), ev_str(&e, sent, EVT_F_sub_id));
+    assert_non_null(strstr(ev_str(&e, sd, EVT_F_reason), "doomed0"));
+    int left = ev_find(&e, sd, EVT_learner_left, "doomed0", NULL);
+    assert_true(left > sd);
+    assert_non_null(strstr(ev_str(&e, left, EVT_F_reason), "no heartbeat"));
+    assert_int_equal(ev_int(&e, left, EVT_F_world), 2);
+    int hb = ev_find(&e, sd - 2, EVT_heartbeat_lost, "doomed0", NULL);
+    assert_true(hb >= 0 && hb < left);
+    assert_true(ev_int(&e, hb, EVT_F_after_ms) >= 850); /* the tolerance at this time scale */
+    int done = ev_find(&e, left, EVT_task_done, NULL, "learner_learn_task");
+    assert_true(done > left);
+    assert_string_equal(ev_str(&e, done, EVT_F_status), "failed");
+    assert_string_equal(ev_str(&e, done, EVT_F_id), task_id);
+    assert_non_null(strstr(ev_str(&e, done, EVT_F_message), "doomed0"));
+    double lat;
+    assert_true(evt_dbl(&e.r[done], EVT_F_latency_ms, &lat) && lat > 0);
+    /* the good learners' parts completed */
+    int g0 = ev_find(&e, rx, EVT_subtask_done, "good0", "learner_learn_task");
+    assert_true(g0 > rx);
+    assert_string_equal(ev_str(&e, g0, EVT_F_status), "completed");
+    /* SIGTERM: the last word */
+    int sh = ev_find(&e, done, EVT_shutdown, NULL, NULL);
+    assert_true(sh > done);
+    assert_string_equal(ev_str(&e, sh, EVT_F_signal), "SIGTERM");
+    events_free(&e);
+    assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
+}
+
 static void learner_that_hangs_is_named_with_the_deadline(void **state)
 {
     fx *f = *state;
@@ -448,7 +615,7 @@ static void silent_learner_is_dropped_and_the_task_fails(void **state)
                                     "\"learner_learn_task\"}",
                                     "--fault={\"learner\": 1, \"kind\": \"hang\", \"task\": \"learner_learn_task\"}",
                                     NULL});
-    start_agg(f, (const char *[]){"--task-deadline-ms=20000", NULL});
+    start_agg(f, (const char *[]){"--task-deadline-ms=20000", events_flag(f), NULL});
     assert_int_equal(coordinate(f,
                                 "{\"tasks\": [{\"name\": \"learner_get_data_task\"},"
                                 "{\"name\": \"learner_learn_task\", \"expect\": {\"status\": \"failed\", "
@@ -458,13 +625,28 @@ static void silent_learner_is_dropped_and_the_task_fails(void **state)
                                 "]}",
                                 NULL),
                      0);
+    evts e = agg_stop_events(f);
+    int hb = ev_find(&e, 0, EVT_heartbeat_lost, "learner1", NULL);
+    assert_true(hb > 0);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", f->ports[1]);
+    assert_string_equal(ev_str(&e, hb, EVT_F_addr), addr);
+    assert_true(ev_int(&e, hb, EVT_F_after_ms) > 850); /* past the tolerance (17000 ms x 0.05) */
+    assert_int_equal(ev_count(&e, EVT_heartbeat_lost, NULL), 1);
+    int sd = ev_find(&e, 0, EVT_subtask_done, "learner1", "learner_learn_task");
+    assert_true(sd > hb);
+    assert_non_null(strstr(ev_str(&e, sd, EVT_F_reason), "no heartbeat"));
+    int left = ev_find(&e, hb, EVT_learner_left, "learner1", NULL);
+    assert_true(left > sd);
+    assert_int_equal(ev_int(&e, left, EVT_F_world), 1);
+    events_free(&e);
 }
 
 static void learner_that_comes_back_is_taken_back(void **state)
 {
     fx *f = *state;
     start_learners(f, "learner", 2, NULL);
-    start_agg(f, NULL);
+    start_agg(f, (const char *[]){events_flag(f), NULL});
     /* Away long enough for a coordinator to start and ask (longer under
      * valgrind). */
     char drop[128];
@@ -480,6 +662,18 @@ static void learner_that_comes_back_is_taken_back(void **state)
                                 "]}",
                                 NULL),
                      0);
+    evts e = agg_stop_events(f);
+    int left = ev_find(&e, 0, EVT_learner_left, "learner1", NULL);
+    assert_true(left > ev_find(&e, 0, EVT_learner_joined, "learner1", NULL));
+    assert_true(strlen(ev_str(&e, left, EVT_F_reason)) > 0);
+    assert_int_equal(ev_int(&e, left, EVT_F_world), 1);
+    int back = ev_find(&e, left, EVT_learner_retaken, "learner1", NULL);
+    assert_true(back > left);
+    assert_int_equal(ev_int(&e, back, EVT_F_world), 2);
+    assert_true(ev_int(&e, back, EVT_F_attempts) >= 1);
+    assert_true(ev_int(&e, back, EVT_F_after_ms) > 0);
+    assert_int_equal(ev_count(&e, EVT_learner_joined, "learner1"), 1); /* joined once, then retaken */
+    events_free(&e);
 }
 
 static void learner_that_joins_late_is_taken_in(void **state)
@@ -487,11 +681,25 @@ static void learner_that_joins_late_is_taken_in(void **state)
     fx *f = *state;
     start_learners(f, "learner", 1, NULL);
     start_learners(f, "late", 1, (const char *[]){"--fault={\"kind\": \"slow_join\", \"after_ms\": 1000}", NULL});
-    start_agg(f, NULL);
+    start_agg(f, (const char *[]){events_flag(f), NULL});
     assert_true(agg_log_wait(f, "[late0] learner joined", 10000));
     assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}]}",
                                 NULL),
                      0);
+    evts e = agg_stop_events(f);
+    int ce = ev_find(&e, 0, EVT_learner_connect_error, "late0", NULL);
+    assert_true(ce > 0);
+    assert_int_equal(ev_int(&e, ce, EVT_F_attempts), 1);
+    assert_non_null(strstr(ev_str(&e, ce, EVT_F_reason), "refused"));
+    /* the same reason every retry: told once */
+    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "late0"), 1);
+    int j = ev_find(&e, ce, EVT_learner_joined, "late0", NULL);
+    assert_true(j > ce);
+    assert_true(ev_int(&e, j, EVT_F_attempts) > 1);
+    assert_true(ev_int(&e, j, EVT_F_after_ms) >= 1000);
+    assert_int_equal(ev_count(&e, EVT_learner_join_failed, NULL), 0);
+    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "learner0"), 0);
+    events_free(&e);
 }
 
 static void learner_that_never_joins_is_reported_failed_in_the_ready_line(void **state)
@@ -499,20 +707,117 @@ static void learner_that_never_joins_is_reported_failed_in_the_ready_line(void *
     fx *f = *state;
     start_learners(f, "learner", 1, NULL);
     start_learners(f, "ghost", 1, (const char *[]){"--fault={\"kind\": \"refuse\"}", NULL});
-    start_agg(f, (const char *[]){"--max-retry-ms=800", NULL});
+    /* at the default log level: the reason must be there (issue 15 item 8) */
+    start_agg(f, (const char *[]){"--max-retry-ms=800", "--log-level=info", events_flag(f), NULL});
     char *joined = jsonx_print(jsonx_get(f->agg_ready, "joined"));
     char *failed = jsonx_print(jsonx_get(f->agg_ready, "failed"));
     assert_string_equal(joined, "[\"learner0\"]");
     assert_string_equal(failed, "[\"ghost0\"]");
     free(joined);
     free(failed);
+    evts e = agg_stop_events(f);
+    int ce = ev_find(&e, 0, EVT_learner_connect_error, "ghost0", NULL);
+    assert_true(ce > 0);
+    const char *reason = ev_str(&e, ce, EVT_F_reason);
+    assert_non_null(strstr(reason, "refused"));
+    int jf = ev_find(&e, ce, EVT_learner_join_failed, "ghost0", NULL);
+    assert_true(jf > ce);
+    assert_string_equal(ev_str(&e, jf, EVT_F_reason), reason);
+    assert_true(ev_int(&e, jf, EVT_F_attempts) > 1);
+    assert_true(ev_int(&e, jf, EVT_F_after_ms) >= 800);
+    char addr[64];
+    snprintf(addr, sizeof addr, "127.0.0.1:%d", f->ports[1]);
+    assert_string_equal(ev_str(&e, jf, EVT_F_addr), addr);
+    char log[300], want[700];
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    snprintf(want, sizeof want, "[ghost0] cannot join yet (attempt 1, ");
+    assert_true(log_has(log, want));
+    snprintf(want, sizeof want, "did not join within max_retry of 800 ms (%lld attempts): %s",
+             (long long)ev_int(&e, jf, EVT_F_attempts), reason);
+    assert_true(log_has(log, want));
+    events_free(&e);
+}
+
+/* issue 15 item 8: every change of reason is told (a learner that first
+ * refuses connections, then answers 403 on another channel). */
+static void each_change_of_join_failure_reason_is_told(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "other", 1,
+                   (const char *[]){"--channel=7", "--fault={\"kind\": \"slow_join\", \"after_ms\": 300}", NULL});
+    start_agg(f, (const char *[]){"--max-retry-ms=1500", "--log-level=info", events_flag(f), NULL});
+    evts e = agg_stop_events(f);
+    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "other0"), 2);
+    int a = ev_find(&e, 0, EVT_learner_connect_error, "other0", NULL);
+    int b = ev_find(&e, a + 1, EVT_learner_connect_error, "other0", NULL);
+    assert_non_null(strstr(ev_str(&e, a, EVT_F_reason), "refused"));
+    assert_non_null(strstr(ev_str(&e, b, EVT_F_reason), "403"));
+    assert_true(ev_int(&e, b, EVT_F_attempts) > ev_int(&e, a, EVT_F_attempts));
+    int jf = ev_find(&e, b, EVT_learner_join_failed, "other0", NULL);
+    assert_true(jf > b);
+    assert_string_equal(ev_str(&e, jf, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
+    char log[300];
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_int_equal(log_count(log, "[other0] cannot join yet"), 2);
+    events_free(&e);
+}
+
+static double metric_value(const char *path, const char *name)
+{
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char line[4096];
+    double v = -1;
+    size_t n = strlen(name);
+    while (fgets(line, sizeof line, fp))
+        if (strncmp(line, name, n) == 0 && line[n] == ' ')
+            v = strtod(line + n + 1, NULL);
+    fclose(fp);
+    return v;
+}
+
+static void fetch_metrics(fx *f, const char *out)
+{
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "curl -s -f http://127.0.0.1:%d/metrics > '%s'", f->master_port, out);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* issue 15 item 10: "failed" is not final: a learner recorded as failed
+ * that answers later joins, and dilearn_learners_failed goes down. */
+static void learner_recorded_failed_still_joins_later(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_learners(f, "late", 1, (const char *[]){"--fault={\"kind\": \"slow_join\", \"after_ms\": 1500}", NULL});
+    start_agg(f, (const char *[]){"--max-retry-ms=300", events_flag(f), NULL});
+    char *failed = jsonx_print(jsonx_get(f->agg_ready, "failed"));
+    assert_string_equal(failed, "[\"late0\"]");
+    free(failed);
+    char out[300];
+    snprintf(out, sizeof out, "%s/metrics.txt", f->dir);
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_learners_failed") == 1);
+    assert_true(metric_value(out, "dilearn_learner_state{learner=\"late0\",state=\"failed\"}") == 1);
+    assert_true(agg_log_wait(f, "[late0] learner joined again", 10000));
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_learners_failed") == 0);
+    assert_true(metric_value(out, "dilearn_learners_connected") == 2);
+    assert_true(metric_value(out, "dilearn_learner_state{learner=\"late0\",state=\"joined\"}") == 1);
+    evts e = agg_stop_events(f);
+    int jf = ev_find(&e, 0, EVT_learner_join_failed, "late0", NULL);
+    int rt = ev_find(&e, jf, EVT_learner_retaken, "late0", NULL);
+    assert_true(jf > 0 && rt > jf);
+    assert_int_equal(ev_int(&e, rt, EVT_F_world), 2);
+    assert_int_equal(ev_count(&e, EVT_learner_joined, "late0"), 0);
+    events_free(&e);
 }
 
 static void sigterm_mid_task_fails_it_and_exits_zero(void **state)
 {
     fx *f = *state;
     start_learners(f, "learner", 2, (const char *[]){"--learn-time-ms=5000", NULL});
-    start_agg(f, NULL);
+    start_agg(f, (const char *[]){events_flag(f), NULL});
     char path[300], log[300];
     snprintf(path, sizeof path, "%s/script.json", f->dir);
     snprintf(log, sizeof log, "%s/coordinator.log", f->dir);
@@ -533,6 +838,7 @@ static void sigterm_mid_task_fails_it_and_exits_zero(void **state)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     assert_int_equal(proc_stop(&f->agg, 2000), 0); /* exit 0 within 2 s */
+    f->agg_stopped = true;
     clock_gettime(CLOCK_MONOTONIC, &t1);
     const char *out = proc_read_all(&c, 20000);
     int rc = proc_wait(&c, 20000);
@@ -540,6 +846,24 @@ static void sigterm_mid_task_fails_it_and_exits_zero(void **state)
         fprintf(stderr, "summary: %s\n", out);
     assert_int_equal(rc, 0);
     proc_free(&c);
+    evts e = agg_stop_events(f);
+    int sh = ev_find(&e, 0, EVT_shutdown, NULL, NULL);
+    assert_true(sh > 0);
+    assert_string_equal(ev_str(&e, sh, EVT_F_signal), "SIGTERM");
+    assert_string_equal(ev_str(&e, sh, EVT_F_reason), "signal");
+    int done = ev_find(&e, sh, EVT_task_done, NULL, "learner_learn_task");
+    assert_true(done > sh);
+    assert_string_equal(ev_str(&e, done, EVT_F_status), "failed");
+    assert_non_null(strstr(ev_str(&e, done, EVT_F_message), "shutting down"));
+    for (int i = 0; i < 2; i++) {
+        int sd = ev_find(&e, sh, EVT_subtask_done, f->ids[i], "learner_learn_task");
+        assert_true(sd > sh);
+        assert_non_null(strstr(ev_str(&e, sd, EVT_F_reason), "cancelled"));
+        int left = ev_find(&e, done, EVT_learner_left, f->ids[i], NULL);
+        assert_true(left > done);
+        assert_non_null(strstr(ev_str(&e, left, EVT_F_reason), "shutting down"));
+    }
+    events_free(&e);
 }
 
 static void metrics_are_served_in_prometheus_text(void **state)
@@ -561,6 +885,167 @@ static void metrics_are_served_in_prometheus_text(void **state)
     assert_true(log_has(out, "dilearn_task_duration_seconds_count{name=\"resource\"} 1"));
     assert_true(log_has(out, "dilearn_bytes_received_total"));
 }
+
+/* issue 15 item 9: a hang is visible in /metrics (tasks in flight, the
+ * oldest one's age, each learner's state and heartbeat age), and the text
+ * passes `promtool check metrics` (when promtool is installed; the
+ * test_agg_promtool build of this file requires it). */
+static void metrics_show_a_task_in_flight_and_each_learner(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, (const char *[]){"--learn-time-ms=1000", NULL});
+    start_learners(f, "ghost", 1, (const char *[]){"--fault={\"kind\": \"refuse\"}", NULL});
+    start_agg(f, (const char *[]){"--max-retry-ms=300", "--learner=we\"ird\\id=127.0.0.1:1", NULL});
+    char path[300], log[300];
+    snprintf(path, sizeof path, "%s/script.json", f->dir);
+    snprintf(log, sizeof log, "%s/coordinator.log", f->dir);
+    FILE *fp = fopen(path, "w");
+    fputs("{\"tasks\": [{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}]}", fp);
+    fclose(fp);
+    args a = {0};
+    arg(&a, "%s", MOCK_COORDINATOR_BIN);
+    arg(&a, "--connect=127.0.0.1:%d", f->slave_port);
+    arg(&a, "--script=%s", path);
+    arg(&a, "--time-scale=" SCALE);
+    proc c;
+    assert_true(proc_start(&c, a.v, NULL, log));
+    args_free(&a);
+    assert_true(agg_log_wait(f, "task learner_learn_task", 10000));
+    char out[300];
+    snprintf(out, sizeof out, "%s/metrics.txt", f->dir);
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_tasks_in_flight") == 1);
+    assert_true(metric_value(out, "dilearn_subtasks_in_flight") == 2);
+    double age1 = metric_value(out, "dilearn_oldest_task_in_flight_seconds");
+    assert_true(age1 >= 0);
+    assert_true(metric_value(out, "dilearn_learners_failed") == 2);
+    assert_true(metric_value(out, "dilearn_learner_state{learner=\"learner0\",state=\"joined\"}") == 1);
+    assert_true(metric_value(out, "dilearn_learner_state{learner=\"ghost0\",state=\"failed\"}") == 1);
+    assert_true(metric_value(out, "dilearn_learner_state{learner=\"we\\\"ird\\\\id\",state=\"failed\"}") == 1);
+    double hb = metric_value(out, "dilearn_learner_heartbeat_age_seconds{learner=\"learner1\"}");
+    assert_true(hb >= 0 && hb < 0.85); /* heartbeats every 100 ms; dropped past 850 */
+    assert_true(metric_value(out, "dilearn_learner_heartbeat_age_seconds{learner=\"ghost0\"}") < 0); /* absent */
+    assert_true(metric_value(out, "dilearn_events_write_errors_total") == 0);
+    if (system("command -v promtool > /dev/null 2>&1") == 0) {
+        char cmd[700];
+        snprintf(cmd, sizeof cmd, "promtool check metrics < '%s' >&2", out);
+        if (system(cmd) != 0) {
+            snprintf(cmd, sizeof cmd, "cat '%s' >&2", out);
+            assert_int_equal(system(cmd), 0);
+            fail_msg("promtool check metrics rejects the aggregator's /metrics");
+        }
+    }
+    /* the oldest task ages while it runs */
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_tasks_in_flight") == 1);
+    assert_true(metric_value(out, "dilearn_oldest_task_in_flight_seconds") > age1);
+    const char *summary = proc_read_all(&c, 20000);
+    int rc = proc_wait(&c, 20000);
+    if (rc != 0) {
+        fprintf(stderr, "mock_coordinator exit %d; summary:\n%s\n", rc, summary);
+        proc_show_log(&c, 20);
+    }
+    assert_int_equal(rc, 0);
+    proc_free(&c);
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_tasks_in_flight") == 0);
+    assert_true(metric_value(out, "dilearn_oldest_task_in_flight_seconds") == 0);
+}
+
+#ifdef MOCK_OPERATOR_BIN
+static bool json_has_str(const cJSON *arr, const char *s)
+{
+    for (const cJSON *it = cJSON_IsArray(arr) ? arr->child : NULL; it; it = it->next)
+        if (cJSON_IsString(it) && strcmp(it->valuestring, s) == 0)
+            return true;
+    return false;
+}
+
+/* The first operator_sync at index >= from whose `field` list holds s. */
+static int sync_with(const evts *e, int from, evt_field_id field, const char *s)
+{
+    for (int i = ev_find(e, from, EVT_operator_sync, NULL, NULL); i >= 0;
+         i = ev_find(e, i + 1, EVT_operator_sync, NULL, NULL))
+        if (json_has_str(evt_json(&e->r[i], field), s))
+            return i;
+    return -1;
+}
+
+/* Nothing listens there; its pod name ("127.0.1", the host without its last
+ * part) is not the other learners' ("127.0.0"), so the operator replaces
+ * only it. */
+#define DEAD "127.0.1.1:1"
+
+/* Kubernetes mode with mock_operator: operator_sync tells what each
+ * exchange added, removed and reported failed, or its error;
+ * learner_removed tells why. */
+static void operator_syncs_are_told_by_events(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    char a0[64], a1[64], lists[300];
+    snprintf(a0, sizeof a0, "127.0.0.1:%d", f->ports[0]);
+    snprintf(a1, sizeof a1, "127.0.0.1:%d", f->ports[1]);
+    snprintf(lists, sizeof lists, "--learners=ns/agg=%s,%s," DEAD, a0, a1);
+    proc op;
+    char log[300];
+    snprintf(log, sizeof log, "%s/operator.log", f->dir);
+    assert_true(proc_start(&op, (char *const[]){MOCK_OPERATOR_BIN, lists, "--on-failed=remove", NULL}, NULL, log));
+    cJSON *r = proc_ready(&op, 10000);
+    assert_non_null(r);
+    int64_t port, cport;
+    assert_true(jsonx_get_i64(jsonx_get(r, "port"), &port));
+    assert_true(jsonx_get_i64(jsonx_get(r, "control_port"), &cport));
+    cJSON_Delete(r);
+    char url[100];
+    snprintf(url, sizeof url, "KUBERNETES_SERVER_URL=127.0.0.1:%d", (int)port);
+    f->agg_env = (char *const[]){url, "KUBERNETES_POD_NAMESPACE=ns", "KUBERNETES_POD_NAME=agg", NULL};
+    int saved = f->nlearners;
+    f->nlearners = 0; /* the operator lists them */
+    start_agg(f, (const char *[]){"--max-retry-ms=400", events_flag(f), NULL});
+    f->nlearners = saved;
+    assert_true(agg_log_wait(f, "learner removed: reported failed to the operator", 10000));
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "curl -s -f -o /dev/null -X PUT --data '{\"namespace\": \"ns\", \"name\": \"agg\", \"learners\": "
+             "[\"%s\"]}' http://127.0.0.1:%d/control/learners",
+             a0, (int)cport);
+    assert_int_equal(system(cmd), 0);
+    assert_true(agg_log_wait(f, "learner removed: no longer listed by the operator", 10000));
+    assert_int_equal(proc_stop(&op, 5000), 0);
+    proc_free(&op);
+    assert_true(agg_log_wait(f, "operator: GET /replicas failed", 10000));
+    evts e = agg_stop_events(f);
+    int first = sync_with(&e, 0, EVT_F_added, a0);
+    assert_true(first > 0);
+    assert_true(json_has_str(evt_json(&e.r[first], EVT_F_added), a1));
+    assert_true(json_has_str(evt_json(&e.r[first], EVT_F_added), DEAD));
+    assert_null(evt_str(&e.r[first], EVT_F_error));
+    assert_true(ev_find(&e, 0, EVT_learner_joined, a0, NULL) > first);
+    int jf = ev_find(&e, first, EVT_learner_join_failed, DEAD, NULL);
+    assert_true(jf > first);
+    int rep = sync_with(&e, jf, EVT_F_failed, DEAD);
+    assert_true(rep > jf);
+    assert_true(json_has_str(evt_json(&e.r[rep], EVT_F_removed), DEAD));
+    int rm = ev_find(&e, jf, EVT_learner_removed, DEAD, NULL);
+    assert_true(rm > jf && rm < rep);
+    assert_string_equal(ev_str(&e, rm, EVT_F_reason), "reported failed to the operator");
+    int gone = sync_with(&e, rep, EVT_F_removed, a1);
+    assert_true(gone > rep);
+    int rm1 = ev_find(&e, rep, EVT_learner_removed, a1, NULL);
+    assert_true(rm1 > rep && rm1 < gone);
+    assert_string_equal(ev_str(&e, rm1, EVT_F_reason), "no longer listed by the operator");
+    assert_string_equal(ev_str(&e, rm1, EVT_F_addr), a1);
+    assert_int_equal(ev_int(&e, gone, EVT_F_world), 1);
+    int down = ev_find(&e, gone, EVT_operator_sync, NULL, NULL);
+    while (down >= 0 && !evt_str(&e.r[down], EVT_F_error))
+        down = ev_find(&e, down + 1, EVT_operator_sync, NULL, NULL);
+    assert_true(down > gone);
+    assert_non_null(strstr(ev_str(&e, down, EVT_F_error), "GET /replicas failed"));
+    assert_int_equal(cJSON_GetArraySize(evt_json(&e.r[down], EVT_F_added)), 0);
+    events_free(&e);
+}
+#endif
 
 static void bad_configuration_exits_2_naming_the_field(void **state)
 {
@@ -584,12 +1069,24 @@ static void bad_configuration_exits_2_naming_the_field(void **state)
 
 int main(void)
 {
+#ifdef AGG_E2E_PROMTOOL
+    /* test_agg_promtool: only the /metrics check, and only with promtool */
+    if (system("command -v promtool > /dev/null 2>&1") != 0) {
+        fprintf(stderr, "promtool is not installed (Debian package prometheus): skipped\n");
+        return 77;
+    }
+    const struct CMUnitTest only[] = {
+        cmocka_unit_test_setup_teardown(metrics_show_a_task_in_flight_and_each_learner, setup, teardown),
+    };
+    return cmocka_run_group_tests_name("agg_promtool", only, NULL, NULL);
+#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(happy_path_with_four_learners_checks_split_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(resource_is_the_sum_and_unknown_task_fails, setup, teardown),
         cmocka_unit_test_setup_teardown(learn_data_of_the_wrong_length_fails_and_says_both_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(crash_mid_learn_is_told_by_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_hangs_is_named_with_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(error_status_on_task_new_fails_the_task_naming_the_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_start_fails_with_the_reference_message, setup, teardown),
@@ -600,9 +1097,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(learner_that_joins_late_is_taken_in, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_never_joins_is_reported_failed_in_the_ready_line, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(each_change_of_join_failure_reason_is_told, setup, teardown),
+        cmocka_unit_test_setup_teardown(learner_recorded_failed_still_joins_later, setup, teardown),
         cmocka_unit_test_setup_teardown(sigterm_mid_task_fails_it_and_exits_zero, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_are_served_in_prometheus_text, setup, teardown),
+        cmocka_unit_test_setup_teardown(metrics_show_a_task_in_flight_and_each_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_exits_2_naming_the_field, setup, teardown),
+#ifdef MOCK_OPERATOR_BIN
+        cmocka_unit_test_setup_teardown(operator_syncs_are_told_by_events, setup, teardown),
+#endif
     };
     return cmocka_run_group_tests_name("aggregator_e2e", tests, NULL, NULL);
 }

@@ -196,6 +196,47 @@ static void the_file_is_capped_with_one_rotation(void **state)
     cleanup(path);
 }
 
+/* Buffered lines are written in batches up to 64 KiB: a batch is split at
+ * line ends so that neither file passes half the cap. */
+static void buffered_batches_keep_the_cap(void **state)
+{
+    (void)state;
+    ev_loop *loop = ev_loop_new();
+    char *path = tmp_path("d.jsonl");
+    char err[256];
+    size_t cap = 16 * 1024;
+    assert_int_equal(evt_init(loop, &(evt_opts){.path = path, .process = "t", .max_bytes = cap}, err, sizeof err), 0);
+    for (int i = 0; i < 2000; i++)
+        EVT_EMIT(task_received, .name = "learner_learn_task", .id = "0123456789abcdef", .items = i);
+    evt_stats st = evt_get_stats();
+    evt_close();
+    assert_int_equal(st.lines, 2001);
+    assert_true(st.rotations > 2);
+    size_t a, b;
+    char *cur = slurp(path, &a);
+    char *rot = xasprintf("%s.1", path);
+    char *old = slurp(rot, &b);
+    assert_true(a + b <= cap);
+    assert_true(a > 0 && b > 0 && cur[a - 1] == '\n' && old[b - 1] == '\n');
+    assert_non_null(strstr(cur, "\"items\": 1999}"));
+    /* FILE.1 ends where FILE begins: seq runs on */
+    evt_record last, first;
+    char *lastnl = old + b - 1;
+    char *ls = lastnl;
+    while (ls > old && ls[-1] != '\n')
+        ls--;
+    assert_int_equal(evt_parse_line(ls, (size_t)(lastnl - ls), &last, err, sizeof err), 0);
+    assert_int_equal(evt_parse_line(cur, (size_t)(strchr(cur, '\n') - cur), &first, err, sizeof err), 0);
+    assert_int_equal(first.seq, last.seq + 1);
+    evt_record_free(&last);
+    evt_record_free(&first);
+    free(cur);
+    free(old);
+    free(rot);
+    ev_loop_free(loop);
+    cleanup(path);
+}
+
 static void a_write_error_is_counted_and_never_stops(void **state)
 {
     (void)state;
@@ -279,6 +320,7 @@ int main(void)
         cmocka_unit_test(every_event_round_trips),
         cmocka_unit_test(lines_are_buffered_and_flushed_within_a_second),
         cmocka_unit_test(the_file_is_capped_with_one_rotation),
+        cmocka_unit_test(buffered_batches_keep_the_cap),
         cmocka_unit_test(a_write_error_is_counted_and_never_stops),
         cmocka_unit_test(an_unopenable_file_is_a_clear_error),
         cmocka_unit_test(the_reader_refuses_what_it_cannot_trust),
