@@ -172,6 +172,17 @@ static void world_sample(sc_run *r, const evt_record *e)
         sr_add_sample(r, sr_now(r), (int)w);
 }
 
+void sr_close_world(sc_run *r)
+{
+    size_t n = r->res.nsamples;
+    if (!r->opts.agg_events || n == 0)
+        return;
+    const rproc *ag = &r->procs[SC_PROC_AGG];
+    double end = ag->p && sc_proc_running(ag->p) ? sr_now(r) : ag->exit_t;
+    if (end > r->res.samples[n - 1].t_ms)
+        sr_add_sample(r, end, r->res.samples[n - 1].value);
+}
+
 static void on_agg_event(sc_run *r, const evt_record *e)
 {
     int l = event_learner(r, e, -1);

@@ -65,6 +65,7 @@ static void probe_done(sc_run *r)
     if (--r->probes > 0)
         return;
     sr_events_drain_all(r);
+    sr_close_world(r);
     sr_check_faults_fired(r);
     sr_check_events(r);
     sr_evaluate(r);

@@ -175,6 +175,9 @@ void sr_events_drain_all(sc_run *r);
 void sr_events_restart(sc_run *r, int idx);
 /* Configured faults that never fired: failed checks (at the end). */
 void sr_check_faults_fired(sc_run *r);
+/* The world size from events holds until the end of the run (or the
+ * aggregator's exit): its last value becomes a sample then. */
+void sr_close_world(sc_run *r);
 /* expect.events (at the end). */
 void sr_check_events(sc_run *r);
 void sr_events_free(sc_run *r);
