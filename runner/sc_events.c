@@ -28,7 +28,7 @@ static int task_index(const char *full)
     return NTASKN - 1;
 }
 
-/* The global index of the learner a log line is about: "learner7" (or an
+/* The global index of the learner an event names: "learner7" (or an
  * address "learner7.localhost:port" in k8s mode); local ids of a group
  * without --id-base are shifted by the group's first index. -1: none. */
 static int who_learner(const sc_run *r, const char *who, int group)
@@ -426,6 +426,9 @@ void sr_events_drain_all(sc_run *r)
         sr_events_drain(r, (int)i);
 }
 
+/* The run folder tells when an events file is created (then it gets a
+ * watch of its own); a file's watch, when it grew. Writes to the other
+ * files of the folder (logs, the runner's own) wake nothing. */
 static void on_inotify(ev_loop *loop, int fd, unsigned events, void *data)
 {
     (void)loop;
@@ -439,13 +442,19 @@ static void on_inotify(ev_loop *loop, int fd, unsigned events, void *data)
         for (ssize_t off = 0; off < n;) {
             const struct inotify_event *ie = (const struct inotify_event *)(buf + off);
             off += (ssize_t)(sizeof *ie + ie->len);
-            if (!ie->len)
-                continue;
             for (size_t i = 0; i < r->nprocs; i++) {
-                const char *p = r->procs[i].ev_path;
-                const char *base = p ? strrchr(p, '/') + 1 : NULL;
-                if (base && strcmp(base, ie->name) == 0)
-                    sr_events_drain(r, (int)i);
+                rproc *rp = &r->procs[i];
+                if (!rp->ev_path)
+                    continue;
+                if (ie->wd == r->ino_dir_wd) {
+                    if (!ie->len || strcmp(strrchr(rp->ev_path, '/') + 1, ie->name) != 0)
+                        continue;
+                    if (rp->ev_wd < 0)
+                        rp->ev_wd = inotify_add_watch(fd, rp->ev_path, IN_MODIFY);
+                } else if (ie->wd != rp->ev_wd) {
+                    continue;
+                }
+                sr_events_drain(r, (int)i);
             }
         }
     }
@@ -481,8 +490,9 @@ int sr_events_watch(sc_run *r)
     }
     r->ev_expect_n = xcalloc(r->s->expect.nevents + 1, sizeof *r->ev_expect_n);
     r->ino_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-    if (r->ino_fd < 0 || inotify_add_watch(r->ino_fd, r->run_dir, IN_MODIFY | IN_CREATE | IN_CLOSE_WRITE) < 0 ||
-        ev_fd_set(r->loop, r->ino_fd, EV_READ, on_inotify, r) < 0) {
+    if (r->ino_fd >= 0)
+        r->ino_dir_wd = inotify_add_watch(r->ino_fd, r->run_dir, IN_CREATE | IN_MOVED_TO);
+    if (r->ino_fd < 0 || r->ino_dir_wd < 0 || ev_fd_set(r->loop, r->ino_fd, EV_READ, on_inotify, r) < 0) {
         sr_fail(r, "cannot watch the run folder %s for events: %s (fs.inotify.max_user_instances?)", r->run_dir,
                 strerror(errno));
         return -1;
@@ -499,6 +509,9 @@ void sr_events_restart(sc_run *r, int idx)
     if (rp->ev_fd >= 0)
         close(rp->ev_fd);
     rp->ev_fd = -1;
+    if (rp->ev_wd >= 0)
+        inotify_rm_watch(r->ino_fd, rp->ev_wd);
+    rp->ev_wd = -1;
     rp->ev_part.len = 0;
     rp->ev_line = 0;
     char *kept = xasprintf("%s/%s.events.%d.jsonl", r->run_dir, sc_scenario_proc_name(r->s, idx), ++rp->ev_files);

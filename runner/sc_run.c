@@ -607,7 +607,7 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
     r->done = done;
     r->ud = ud;
     r->hc = hc_new(loop);
-    r->ino_fd = -1;
+    r->ino_fd = r->ino_dir_wd = -1;
     r->seed = opts->has_seed ? opts->seed : s->seed;
     r->start_ms = ev_now_ms();
     r->run_dir = xasprintf("%s/runs/%s-%llu", opts->out_dir, s->name, (unsigned long long)r->seed);
@@ -627,6 +627,7 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
         rp->run = r;
         rp->idx = (int)i;
         rp->ev_fd = -1;
+        rp->ev_wd = -1;
         rp->ev_seq = -1;
         const char *nm = sc_scenario_proc_name(s, (int)i);
         for (const char *ext = ".log"; ext; ext = strcmp(ext, ".log") == 0 ? ".out" : NULL) {

@@ -52,6 +52,7 @@ typedef struct {
     /* its events file (sc_events.c), followed as it grows */
     char *ev_path;      /* <run folder>/<name>.events.jsonl */
     int ev_fd;          /* -1: not open yet */
+    int ev_wd;          /* its inotify watch once it exists; -1: none */
     xbuf ev_part;       /* the last line, while it is incomplete */
     long ev_line;       /* lines read so far */
     int64_t ev_seq;     /* the last "seq" seen; -1: none */
@@ -98,7 +99,8 @@ struct sc_run {
     ev_timer **cont_timers; /* [action]: stop's automatic cont */
     bool *fired;
     /* events */
-    int ino_fd;          /* inotify on the run folder; -1: none */
+    int ino_fd;          /* inotify: the run folder and the events files; -1: none */
+    int ino_dir_wd;      /* the run folder's watch (files created) */
     int *ev_expect_n;    /* [k] lines matching expect.events[k] */
     char **op_fired_kind; /* the operator's fault_fired events: kind and */
     int64_t *op_fired_id; /* fault id of each distinct fault that fired */
