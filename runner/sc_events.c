@@ -168,8 +168,19 @@ static int event_learner(const sc_run *r, const evt_record *e, int group)
 static void world_sample(sc_run *r, const evt_record *e)
 {
     int64_t w;
-    if (r->opts.agg_events && evt_int(e, EVT_F_world, &w))
-        sr_add_sample(r, sr_now(r), (int)w);
+    if (!r->opts.agg_events || !evt_int(e, EVT_F_world, &w))
+        return;
+    r->world_now = (int)w;
+    if (r->world_live)
+        sr_add_sample(r, sr_now(r), r->world_now);
+}
+
+void sr_world_live(sc_run *r)
+{
+    if (!r->opts.agg_events || r->world_live)
+        return;
+    r->world_live = true;
+    sr_add_sample(r, sr_now(r), r->world_now);
 }
 
 void sr_close_world(sc_run *r)
@@ -188,9 +199,15 @@ static void on_agg_event(sc_run *r, const evt_record *e)
     int l = event_learner(r, e, -1);
     const char *why = evt_str(e, EVT_F_reason);
     switch (e->id) {
-    case EVT_started:
-        if (r->opts.agg_events)
+    case EVT_started: /* a new aggregator run: nothing connected yet */
+        r->world_now = 0;
+        if (r->world_live)
             sr_add_sample(r, sr_now(r), 0);
+        r->world_live = false;
+        break;
+    case EVT_ready:
+        world_sample(r, e);
+        sr_world_live(r);
         break;
     case EVT_learner_joined:
     case EVT_learner_retaken:

@@ -295,6 +295,10 @@ void sr_on_ready(sc_run *r, int idx, cJSON *j)
             start_aggregator(r);
         break;
     case PH_RUNNING:
+        if (idx == SC_PROC_AGG) {
+            sr_events_drain(r, idx); /* its events up to now come first */
+            sr_world_live(r);
+        }
         if (idx == SC_PROC_AGG && sc_proc_spawns(rp->p) == 1) {
             sr_mark(r, 3, -1, "aggregator ready");
             if (r->s->coordinator)

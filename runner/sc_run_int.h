@@ -102,6 +102,8 @@ struct sc_run {
     int ino_fd;          /* inotify: the run folder and the events files; -1: none */
     int ino_dir_wd;      /* the run folder's watch (files created) */
     int *ev_expect_n;    /* [k] lines matching expect.events[k] */
+    int world_now;       /* the world size of the aggregator's last event */
+    bool world_live;     /* since its ready: world changes are samples */
     char **op_fired_kind; /* the operator's fault_fired events: kind and */
     int64_t *op_fired_id; /* fault id of each distinct fault that fired */
     size_t nop_fired;
@@ -177,6 +179,9 @@ void sr_events_drain_all(sc_run *r);
 void sr_events_restart(sc_run *r, int idx);
 /* Configured faults that never fired: failed checks (at the end). */
 void sr_check_faults_fired(sc_run *r);
+/* The aggregator is ready (its ready event, or its ready line): from now
+ * on its world size is sampled (as /metrics would have been). */
+void sr_world_live(sc_run *r);
 /* The world size from events holds until the end of the run (or the
  * aggregator's exit): its last value becomes a sample then. */
 void sr_close_world(sc_run *r);
