@@ -12,12 +12,12 @@
 #include <unistd.h>
 
 #include "ev.h"
+#include "ilog.h"
 #include "sc_proc.h"
 #include "sc_report.h"
 #include "sc_run.h"
 #include "sc_scenario.h"
 #include "util.h"
-#include "ilog.h"
 #include "xalloc.h"
 
 static void usage(FILE *out)

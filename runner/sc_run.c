@@ -470,9 +470,9 @@ static void finish_result(sc_run *r)
         cJSON_AddStringToObject(c, "detail", res->checks[i].detail);
         cJSON_AddItemToArray(cs, c);
     }
-    /* the timeline's marks: the fired faults, exits, events */
+    /* the timeline's marks: actions and fired faults, exits, events, notes */
     cJSON *ms = cJSON_AddArrayToObject(j, "marks");
-    static const char *const mark_kinds[] = {"fault", "exit", "event", "note"};
+    static const char *const mark_kinds[] = {"injected", "exit", "event", "note"};
     for (size_t i = 0; i < res->nmarks; i++) {
         cJSON *m = cJSON_CreateObject();
         cJSON_AddItemToObject(m, "t_ms", jsonx_new_double(res->marks[i].t_ms));

@@ -45,7 +45,7 @@ label='fault crash on learner_learn_task fired on learner2 (b-learner0)'
 python3 - "$run/result.json" "$label" <<'P' || fail "result.json lacks the fault mark"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert any(m["kind"] == "fault" and m["label"] == sys.argv[2] and m["learner"] == 2 for m in j["marks"]), j["marks"]
+assert any(m["kind"] == "injected" and m["label"] == sys.argv[2] and m["learner"] == 2 for m in j["marks"]), j["marks"]
 assert any(c["ok"] and c["what"].startswith("fault crash on learner_learn_task #1 of group b fires") for c in j["checks"]), j["checks"]
 P
 # the timeline (an SVG mark on learner2's row, titled) and the table
