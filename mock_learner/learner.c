@@ -48,6 +48,7 @@ struct learner {
     int index;
     char *id;
     char *label;
+    char *ev_id; /* its events' "learner" */
     int port;
     int batch_size;
     long learn_time_ms;
@@ -360,7 +361,7 @@ static void on_work_done(ev_loop *loop, void *data)
         LOG_DEBUG(l->id, "task %s (%s): %s report sent", w->id, w->name, kind);
         if (w->plan.report == REPORT_MALFORMED || w->plan.report == REPORT_TRUNCATED)
             snprintf(msg, sizeof msg, "a %s report was sent", kind);
-        EVT_EMIT(task_done, .learner = l->id, .name = w->name, .id = w->id,
+        EVT_EMIT(task_done, .learner = l->ev_id, .name = w->name, .id = w->id,
                  .status = complete ? "completed" : "failed", .message = msg[0] ? msg : NULL,
                  .cause = w->plan.report == REPORT_MALFORMED   ? "malformed"
                           : w->plan.report == REPORT_TRUNCATED ? "truncated"
@@ -454,7 +455,7 @@ static void on_shutdown(void *ud)
 static void fault_fired(const learner *l, fault_kind kind, int id, unsigned long count, const char *name,
                         const char *reason)
 {
-    EVT_EMIT(fault_fired, .learner = l->id, .label = l->label, .kind = fault_kind_name(kind), .name = name,
+    EVT_EMIT(fault_fired, .learner = l->ev_id, .label = l->label, .kind = fault_kind_name(kind), .name = name,
              .count = (int64_t)count, .fault = id, .reason = reason);
 }
 
@@ -473,7 +474,7 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
     else
         LOG_DEBUG(l->id, "task %s (%.64s)", task_id, cname);
     const cJSON *items = name && strcmp(name, "learner_learn_task") == 0 ? jsonx_get(data, "data") : NULL;
-    EVT_EMIT(task_received, .learner = l->id, .name = cname, .id = task_id,
+    EVT_EMIT(task_received, .learner = l->ev_id, .name = cname, .id = task_id,
              .items = cJSON_IsArray(items) ? cJSON_GetArraySize(items) : -1);
     for (size_t i = 0; i < plan.nhits; i++)
         fault_fired(l, plan.hits[i].kind, plan.hits[i].id, plan.hits[i].count, cname,
@@ -535,7 +536,7 @@ static int start_listening(learner *l, char *err, size_t errlen)
     slave_config sc;
     slave_config_init(&sc);
     sc.name = l->id;
-    sc.event_learner = l->id;
+    sc.event_learner = l->ev_id;
     sc.event_label = l->label;
     sc.http.host = l->env.host;
     sc.http.listen_fd = l->fd;
@@ -632,6 +633,26 @@ static void go(learner *l, lstate to, long hold_ms, const char *why)
         LOG_INFO(l->id, "%s -> %s: %s", state_names[from], state_names[to], why);
 }
 
+/* The events' "learner": fmt with {id} and {port} replaced; NULL: the id. */
+static char *event_id(const char *fmt, const char *id, int port)
+{
+    if (!fmt)
+        return xstrdup(id);
+    xbuf b = {0};
+    for (const char *p = fmt; *p;) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            xbuf_puts(&b, id);
+            p += 4;
+        } else if (strncmp(p, "{port}", 6) == 0) {
+            xbuf_printf(&b, "%d", port);
+            p += 6;
+        } else {
+            xbuf_append(&b, p++, 1);
+        }
+    }
+    return xbuf_take(&b);
+}
+
 /* ---- API ---- */
 
 learner *learner_new(const learner_env *env, const learner_config *cfg, char *err, size_t errlen)
@@ -645,6 +666,7 @@ learner *learner_new(const learner_env *env, const learner_config *cfg, char *er
     l->index = cfg->index;
     l->id = xstrdup(cfg->id);
     l->label = xstrdup(cfg->label ? cfg->label : cfg->id);
+    l->ev_id = event_id(cfg->event_id, cfg->id, port);
     l->port = port;
     l->batch_size = cfg->batch_size;
     l->learn_time_ms = cfg->learn_time_ms;
@@ -671,6 +693,7 @@ void learner_free(learner *l)
     cJSON_Delete(l->prio);
     free(l->id);
     free(l->label);
+    free(l->ev_id);
     free(l);
 }
 

@@ -49,6 +49,8 @@ typedef struct {
     int index;
     const char *id;          /* "learner3" (copied): its events' "learner" */
     const char *label;       /* its events' "label" (copied; NULL: the id) */
+    const char *event_id;    /* its events' "learner": {id} and {port} are
+                                replaced (NULL: the id) */
     int port;                /* 0: any free port */
     int batch_size;
     long learn_time_ms;

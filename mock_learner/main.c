@@ -171,6 +171,7 @@ int main(int argc, char **argv)
             .index = k,
             .id = id,
             .label = a.o.label_prefix ? label : NULL,
+            .event_id = a.o.events_learner,
             .port = a.o.base_port ? a.o.base_port + k : 0,
             .batch_size = a.o.batch_sizes[k],
             .learn_time_ms = a.o.learn_times_ms[k],

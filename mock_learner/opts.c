@@ -16,6 +16,7 @@
 enum {
     O_COUNT = 256, O_BASE_PORT, O_HOST, O_BATCH, O_BATCHES, O_LEARN, O_LEARNS, O_CONTROL, O_CHANNEL, O_HB,
     O_PREFIX, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_ID_BASE, O_LABEL, O_EVENTS,
+    O_EVENTS_LEARNER,
 };
 
 static const struct option long_opts[] = {
@@ -36,6 +37,7 @@ static const struct option long_opts[] = {
     {"events-max-bytes", required_argument, NULL, O_EVENTS},
     {"events-flush-ms", required_argument, NULL, O_EVENTS},
     {"events-each-line", no_argument, NULL, O_EVENTS},
+    {"events-learner", required_argument, NULL, O_EVENTS_LEARNER},
     {"dump", required_argument, NULL, O_DUMP},
     {"seed", required_argument, NULL, O_SEED},
     {"fault", required_argument, NULL, O_FAULT},
@@ -80,6 +82,9 @@ void opts_help(FILE *out)
             "  --log-level L           debug, info, warn, error or off (default info)\n"
             "  --log-format F          human or json (default human)\n"
             EVT_CLI_HELP
+            "  --events-learner FMT    the \"learner\" of its events: FMT with {id} and {port}\n"
+            "                          replaced (default {id}); the id the aggregator knows it\n"
+            "                          by, e.g. {id}.localhost:{port} when an operator lists it\n"
             "  --help                  this text\n"
             "  --version               the version\n"
             "\n"
@@ -285,6 +290,13 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
                 return -1;
             }
             o->label_prefix = optarg;
+            break;
+        case O_EVENTS_LEARNER:
+            if (!*optarg || strlen(optarg) > OPTS_PREFIX_MAX) {
+                snprintf(err, errlen, "--events-learner: '%.80s' must be 1..%d characters", optarg, OPTS_PREFIX_MAX);
+                return -1;
+            }
+            o->events_learner = optarg;
             break;
         case O_EVENTS: {
             char name[32];

@@ -32,6 +32,8 @@ typedef struct {
     int id_base;              /* learner k is <id_prefix><id_base + k> */
     const char *label_prefix; /* learner k's label is <label_prefix>k; NULL: its id */
     evt_opts events;          /* --events* (path NULL: none) */
+    const char *events_learner; /* the events' "learner": {id} and {port}
+                                   replaced; NULL: the id */
     const char *dump_path;    /* NULL: no dump */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */

@@ -165,20 +165,18 @@ static void events_flags(char ***v, const sc_run *r, int idx)
     push_flag(v, "--events-max-bytes", "%d", 1 << 30);
 }
 
-/* --fault TEXT without "optional", which is the runner's (a fault that may
- * not fire), not the mock's. */
-static void push_fault(char ***v, const char *text)
+char *sr_fault_text(const char *text)
 {
     cJSON *j = cJSON_Parse(text);
+    char *t;
     if (cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "optional")) {
         cJSON_DeleteItemFromObjectCaseSensitive(j, "optional");
-        char *t = jsonx_print(j);
-        push_flag(v, "--fault", "%s", t);
-        free(t);
+        t = jsonx_print(j);
     } else {
-        push_flag(v, "--fault", "%s", text);
+        t = xstrdup(text);
     }
     cJSON_Delete(j);
+    return t;
 }
 
 char *sr_dump_path(const sc_run *r, size_t g)
@@ -232,6 +230,8 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
         push_flag(&v, "--id-prefix", "learner");
         push_flag(&v, "--id-base", "%d", gr->first);
         push_flag(&v, "--label-prefix", "%s-learner", gr->name);
+        if (s->k8s) /* the aggregator knows them by the addresses the operator lists */
+            push_flag(&v, "--events-learner", "{id}.localhost:{port}");
     } else {
         push_flag(&v, "--id-prefix", "%s", g == 0 ? "learner" : gr->name);
         if (g != 0) {
@@ -243,8 +243,11 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     push_flag(&v, "--dump", "%s", dp);
     free(dp);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
-    for (size_t f = 0; f < gr->nfaults; f++)
-        push_fault(&v, gr->faults[f]);
+    for (size_t f = 0; f < gr->nfaults; f++) {
+        char *t = sr_fault_text(gr->faults[f]);
+        push_flag(&v, "--fault", "%s", t);
+        free(t);
+    }
     events_flags(&v, r, SC_PROC_GROUP0 + (int)g);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < gr->nargs; a++)

@@ -285,8 +285,11 @@ void sr_on_ready(sc_run *r, int idx, cJSON *j)
     switch (r->ph) {
     case PH_OPERATOR:
         if (idx == SC_PROC_OP) {
-            for (size_t f = 0; f < r->s->nop_faults; f++)
-                sr_control(r, "POST", r->op_ctl_port, "/control/fault", r->s->op_faults[f], "operator.faults", 0);
+            for (size_t f = 0; f < r->s->nop_faults; f++) {
+                char *t = sr_fault_text(r->s->op_faults[f]);
+                sr_control(r, "POST", r->op_ctl_port, "/control/fault", t, "operator.faults", 0);
+                free(t);
+            }
             start_learners(r);
         }
         break;

@@ -164,6 +164,9 @@ void sr_write_commands(sc_run *r); /* commands.txt in the run folder */
 void sr_release_ports(sc_run *r, int base, int n);
 char *sr_learner_addr(const sc_run *r, int learner); /* owned by the caller */
 char *sr_dump_path(const sc_run *r, size_t g);       /* owned by the caller */
+/* A configured fault's text for the mock: without "optional", which is the
+ * runner's (a fault that may not fire). Owned by the caller. */
+char *sr_fault_text(const char *text);
 int sr_spawn(sc_run *r, int idx);                    /* 0, or -1 and the run fails */
 
 /* sc_events.c */

@@ -248,15 +248,19 @@ static void learner_and_coordinator_events(void **state)
 }
 
 /* A crash fault: the lines pending in a buffer that would be written only
- * a hour later are written before the process exits. */
+ * an hour later are written before the process exits. --events-learner: the
+ * learner's name in events is the one an aggregator in Kubernetes mode knows
+ * it by. */
 static void crash_writes_its_events_first(void **state)
 {
     (void)state;
     char *dir = proc_tmpdir("mock-events-crash");
-    const char *extra[] = {"--events-flush-ms", "3600000", "--fault",
+    const char *extra[] = {"--events-flush-ms", "3600000", "--events-learner", "{id}.localhost:{port}", "--fault",
                            "{\"learner\": 0, \"kind\": \"crash\", \"task\": \"learner_learn_task\"}", NULL};
     proc l;
     cJSON *ready = start_learner(&l, dir, "learner.events.jsonl", extra);
+    char k8s_id[64]; /* the id an aggregator knows it by when an operator lists it */
+    snprintf(k8s_id, sizeof k8s_id, "learner7.localhost:%d", port_of(ready, 0));
     run_coordinator(dir, port_of(ready, 0), "coordinator.events.jsonl");
     cJSON_Delete(ready);
     assert_int_equal(proc_wait(&l, proc_slow_ms(CAP_MS)), 3);
@@ -270,12 +274,14 @@ static void crash_writes_its_events_first(void **state)
     assert_int_equal(last->id, EVT_fault_fired);
     assert_true(str_is(last, EVT_F_kind, "crash"));
     assert_true(str_is(last, EVT_F_name, "learner_learn_task"));
-    assert_true(str_is(last, EVT_F_learner, "learner7"));
+    assert_true(str_is(last, EVT_F_learner, k8s_id));
+    assert_true(str_is(last, EVT_F_label, "grp-learner0"));
     assert_int_equal(int_of(last, EVT_F_count), 1);
     assert_int_equal(int_of(last, EVT_F_fault), 1);
     assert_non_null(evt_str(last, EVT_F_reason));
     assert_int_equal(before->id, EVT_task_received);
     assert_true(str_is(before, EVT_F_name, "learner_learn_task"));
+    assert_true(str_is(before, EVT_F_learner, k8s_id));
     lines_free(&L);
     free(dir);
 }
