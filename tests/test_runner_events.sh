@@ -62,6 +62,26 @@ grep -q "fault crash on learner_learn_task #5 of group b never fired" "$OUT/log"
 grep -q "^never_fires_optional  *PASS" "$OUT/log" || fail "the optional fault failed its scenario"
 grep -q "^never_fires  *FAIL" "$OUT/log" || fail "the fault that never fired passed its scenario"
 
+# the operator's faults too: one for a path nobody asks for never fires
+for opt in "" ', "optional": true'; do
+  n=op_never${opt:+_optional}
+  cat > "$OUT/sc/$n.json" <<J
+{
+  "description": "an operator fault that never fires",
+  "time_scale": 0.01,
+  "learners": [{"name": "pool", "count": 2, "batch_size": 4}],
+  "aggregator": {"k8s": true},
+  "operator": {"faults": [{"kind": "error_status", "path": "/nobody/asks"$opt}]},
+  "coordinator": {"rounds": 1, "expect_learners": 2},
+  "expect": {"coordinator_ok": true}
+}
+J
+done
+"$RS" -j 2 --quiet --out "$OUT/o" "$OUT/sc/op_never.json" "$OUT/sc/op_never_optional.json" > "$OUT/log" 2>&1
+grep -q "^op_never_optional  *PASS" "$OUT/log" || fail "the optional operator fault failed its scenario"
+grep -q "fault error_status of the operator (operator.faults\[0\]) never fired" "$OUT/log" || fail "no 'never fired' for the operator"
+rm "$OUT/sc/op_never.json" "$OUT/sc/op_never_optional.json"
+
 # expect.events that does not hold
 scenario events_fail '{"kind": "crash", "task": "learner_learn_task", "at": 1}' "$crashes"',
     "events": [{"process": "pool", "event": "fault_fired"}]'
