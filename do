@@ -13,13 +13,16 @@
 #   ./do test-planted  the scenario library against each bug planted in the
 #                   aggregator (build-planted/, -DPLANT_BUGS=ON)
 #   ./do build      install and build only
+#   ./do image      the OCI image of the aggregator and the mocks (deploy/, kept
+#                   in build-image/), imported into podman or docker if one answers
 set -euo pipefail
 cd "$(dirname "$0")"
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
 PKGS=(gcc make cmake pkg-config curl libcurl4-openssl-dev libcjson-dev libcmocka-dev
-      chromium valgrind clang libclang-rt-14-dev clang-tidy cppcheck procps)
+      chromium valgrind clang libclang-rt-14-dev clang-tidy cppcheck procps
+      debootstrap python3-yaml python3-jsonschema)
 
 install_deps() {
     local missing=()
@@ -108,6 +111,12 @@ test-planted)
     install_deps
     build build-planted -DWERROR=ON -DPLANT_BUGS=ON
     run_tests build-planted -L planted
+    ;;
+image)
+    install_deps
+    build build -DWERROR=ON
+    deploy/build-image.sh build build-image
+    deploy/import-image.sh build-image
     ;;
 help | -h | --help)
     sed -n '2,17p' "$0"

@@ -269,12 +269,15 @@ static void usage(FILE *out)
             "  --config FILE              DI-engine aggregator config (JSON): {\"master\": {\"host\",\n"
             "                             \"port\"}, \"slave\": {...}, \"learner\": {\"learner0\":\n"
             "                             [\"learner0\", \"127.0.0.1\", 19900], ...}}\n"
-            "  --slave-host H             address to listen on for the coordinator (127.0.0.1)\n"
+            "  --slave-host H             address to listen on for the coordinator (127.0.0.1;\n"
+            "                             0.0.0.0 in a DI-orchestrator pod, see below)\n"
             "  --slave-port P             port for the coordinator (AGGREGATOR_PORT or 22272; 0: free)\n"
-            "  --master-host H            address to listen on for learners (127.0.0.1)\n"
+            "  --master-host H            address to listen on for learners (127.0.0.1; 0.0.0.0\n"
+            "                             in a DI-orchestrator pod)\n"
             "  --master-port P            port for learners' heartbeats/results (slave port + 1; 0: free)\n"
             "  --advertise URL            address sent to learners to reach the master\n"
-            "                             (default http://MASTER_HOST:MASTER_PORT)\n"
+            "                             (default http://MASTER_HOST:MASTER_PORT; in a\n"
+            "                             DI-orchestrator pod http://POD_NAME.NAMESPACE:MASTER_PORT)\n"
             "  --learner ID=HOST:PORT     a learner to connect to (repeatable; after the file's)\n"
             "  --channel N                protocol channel (0)\n"
             "  --max-retry-ms MS          window to join each learner (60000)\n"
@@ -304,7 +307,15 @@ static void usage(FILE *out)
             "Environment: KUBERNETES_SERVER_URL (host:port or URL) turns on Kubernetes mode;\n"
             "KUBERNETES_POD_NAMESPACE (default), KUBERNETES_POD_NAME\n"
             "(dijob-example-coordinator), KUBERNETES_SERVER_API_VERSION (/v1alpha1);\n"
-            "AGGREGATOR_PORT: default slave port.\n\n"
+            "AGGREGATOR_PORT: default slave port. With all four of KUBERNETES_SERVER_URL,\n"
+            "KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and AGGREGATOR_PORT set (the\n"
+            "environment DI-orchestrator gives the aggregator's pod), it runs as in such a\n"
+            "pod: it listens on all interfaces (unless --slave-host/--master-host or the\n"
+            "config say otherwise) and, unless the learner side's address is given, tells\n"
+            "learners to reach it at http://POD_NAME.NAMESPACE:MASTER_PORT (the pod's\n"
+            "headless Service), or at the host of KUBERNETES_AGGREGATOR_URL (host:port or\n"
+            "URL) when that is set.\n"
+            "See docs/kubernetes.md.\n\n"
             "When start-up ends it prints one JSON line on stdout: {\"ready\": true,\n"
             "\"slave_port\", \"master_port\", \"metrics_port\", \"joined\": [...], \"failed\": [...]}.\n"
             "\"failed\" is not final: a learner that did not join within max_retry is still\n"
@@ -397,6 +408,55 @@ static char *normalise_url(const char *v)
 }
 
 static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
+
+static const char *env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* The environment DI-orchestrator (v0.2.x) gives the aggregator's pod
+ * (utils.BuildPodAndService): its namespace and name, the operator server's
+ * URL and AGGREGATOR_PORT, the containerPort of "di-port". When all four
+ * are there, defaults that only make sense on one machine change: listen on
+ * every interface, and advertise a name that other pods resolve. Runs after
+ * the ports are resolved and before the hosts get their defaults. */
+static int orchestrator_pod_defaults(agg_config *cfg, char *err, size_t errlen)
+{
+    const char *ns = env_set("KUBERNETES_POD_NAMESPACE"), *name = env_set("KUBERNETES_POD_NAME");
+    if (!env_set("KUBERNETES_SERVER_URL") || !ns || !name || !env_set("AGGREGATOR_PORT"))
+        return 0;
+    cfg->orchestrator_pod = true;
+    if (!cfg->slave_host)
+        cfg->slave_host = xstrdup("0.0.0.0");
+    /* A learner-side address given, or no port known before listening:
+     * learners are told the listening address, as outside a pod. */
+    if (cfg->master_host || cfg->advertise || cfg->master_port == 0) {
+        if (!cfg->master_host)
+            cfg->master_host = xstrdup("0.0.0.0");
+        return 0;
+    }
+    cfg->master_host = xstrdup("0.0.0.0");
+    const char *url = env_set("KUBERNETES_AGGREGATOR_URL");
+    if (url) {
+        /* host:port or http://host:port[/]: the host is what is kept */
+        const char *h = strncmp(url, "http://", 7) == 0 ? url + 7 : url;
+        size_t hl = strcspn(h, "/");
+        const char *rb = memrchr(h, ']', hl), *from = rb ? rb : h;
+        const char *colon = memrchr(from, ':', (size_t)(h + hl - from));
+        if (colon)
+            hl = (size_t)(colon - h);
+        if (hl == 0 || strstr(h, "://")) {
+            snprintf(err, errlen, "KUBERNETES_AGGREGATOR_URL: '%s' is not host:port or http://host:port", url);
+            return -1;
+        }
+        cfg->advertise = xasprintf("http://%.*s:%d", (int)hl, h, cfg->master_port);
+    } else {
+        /* DI-orchestrator gives every pod a headless Service of its own name */
+        cfg->advertise = xasprintf("http://%s.%s:%d", name, ns, cfg->master_port);
+    }
+    return 0;
+}
 
 agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
@@ -574,6 +634,8 @@ static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "slave port and master port are both %d; they must differ", cfg->slave_port);
         return AGG_CONFIG_ERROR;
     }
+    if (orchestrator_pod_defaults(cfg, err, errlen) < 0)
+        return AGG_CONFIG_ERROR;
     if (!cfg->slave_host)
         cfg->slave_host = xstrdup("127.0.0.1");
     if (!cfg->master_host)

@@ -52,6 +52,12 @@ typedef struct {
     char *k8s_namespace; /* default "default" */
     char *k8s_name;      /* default "dijob-example-coordinator" */
     char *k8s_api;       /* default "/v1alpha1" */
+    /* In a pod that DI-orchestrator made (KUBERNETES_SERVER_URL,
+     * KUBERNETES_POD_NAME, KUBERNETES_POD_NAMESPACE and AGGREGATOR_PORT set):
+     * hosts not given default to 0.0.0.0 and, when the learner side's host,
+     * port 0 or --advertise are not given, the advertised address to
+     * http://<KUBERNETES_AGGREGATOR_URL's host, else POD_NAME.NAMESPACE>:<master port>. */
+    bool orchestrator_pod;
 } agg_config;
 
 typedef enum { AGG_CONFIG_OK = 0, AGG_CONFIG_EXIT = 1, AGG_CONFIG_ERROR = -1 } agg_config_status;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "agg.h"
@@ -71,6 +72,22 @@ static void raise_fd_limit(void)
     }
 }
 
+/* Says where it runs when DI-orchestrator made its pod (agg_config). */
+static void log_orchestrator_pod(const agg_config *cfg)
+{
+    if (!cfg->orchestrator_pod)
+        return;
+    bool all = strcmp(cfg->slave_host, "0.0.0.0") == 0 && strcmp(cfg->master_host, "0.0.0.0") == 0;
+    LOG_INFO(NULL, "in DI-orchestrator's pod %s/%s (operator %s): %s, ports %d (coordinator) and %d (learners)",
+             cfg->k8s_namespace, cfg->k8s_name, cfg->k8s_url,
+             all ? "listening on all interfaces" : "listening on the addresses given", cfg->slave_port,
+             cfg->master_port);
+    if (cfg->advertise)
+        LOG_INFO(NULL, "learners are told to report to %s", cfg->advertise);
+    else if (cfg->master_port == 0 || strcmp(cfg->master_host, "0.0.0.0") == 0)
+        LOG_WARN(NULL, "learners are told a loopback address, which other pods cannot reach: give --advertise URL");
+}
+
 /* Learn batches are hundreds of MiB in a few big buffers (the request
  * body, the learners' slices) that come and go every round. glibc gives
  * buffers over 32 MiB their own mmap and unmaps them on free, and trims the
@@ -100,6 +117,7 @@ int main(int argc, char **argv)
         return 2;
     }
     ilog_init("aggregator", cfg.log_level, cfg.log_format);
+    log_orchestrator_pod(&cfg);
     raise_fd_limit();
     keep_freed_memory();
     app p = {0};

@@ -77,7 +77,7 @@ kinds=(fail error_status malformed truncated delay hang bad_result wrong_batch)
             extra=""
             [ $kind = delay ] && extra=", \"ms\": $((50 + $(rnd 250)))"
             [ $kind = hang ] && prob="0.001"
-            faults+="${faults:+, }{\"kind\": \"$kind\", \"task\": \"$task\", \"prob\": $prob$extra}"
+            faults+="${faults:+, }{\"kind\": \"$kind\", \"task\": \"$task\", \"prob\": $prob, \"optional\": true$extra}"
             nfaults=$((nfaults + 1))
         done
         printf '    {"name": "g%d", "count": 2, "batch_size": %d, "learn_time_ms": %d, "faults": [%s]}%s\n' \

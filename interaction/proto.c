@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include "jsonx.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 static const struct {
@@ -47,6 +48,39 @@ const char *proto_task_state_name(proto_task_state s)
 #undef PROTO_X_NAME
     }
     return "UNKNOWN";
+}
+
+static const char *const task_short[] = {
+#define PROTO_X_SHORT(id, s, full) s,
+    PROTO_LEARNER_TASKS(PROTO_X_SHORT)
+#undef PROTO_X_SHORT
+};
+static const char *const task_full[] = {
+#define PROTO_X_FULL(id, s, full) full,
+    PROTO_LEARNER_TASKS(PROTO_X_FULL)
+#undef PROTO_X_FULL
+};
+#define TASK_COUNT (sizeof task_full / sizeof task_full[0])
+
+const char *proto_task_full_name(const char *name)
+{
+    for (size_t i = 0; i < TASK_COUNT; i++)
+        if (strcmp(name, task_short[i]) == 0 || strcmp(name, task_full[i]) == 0)
+            return task_full[i];
+    return NULL;
+}
+
+const char *proto_task_suggest(const char *name)
+{
+    if (proto_task_full_name(name))
+        return NULL;
+    const char *s = suggest_nearest(name, task_full, TASK_COUNT);
+    if (!s) {
+        s = suggest_nearest(name, task_short, TASK_COUNT);
+        if (s)
+            s = proto_task_full_name(s);
+    }
+    return s;
 }
 
 /* True if s can be written as a JSON string as it is (the usual fixed

@@ -61,6 +61,21 @@ typedef enum {
 } proto_task_state;
 const char *proto_task_state_name(proto_task_state s);
 
+/* The learner tasks (the "name" of task data): the short name scenarios and
+ * faults may write, and the name on the wire. */
+#define PROTO_LEARNER_TASKS(X)                      \
+    X(RESOURCE, "resource", "resource")             \
+    X(START, "start", "learner_start_task")         \
+    X(GET_DATA, "get_data", "learner_get_data_task") \
+    X(LEARN, "learn", "learner_learn_task")         \
+    X(CLOSE, "close", "learner_close_task")
+/* "learn" or "learner_learn_task" -> "learner_learn_task"; NULL for any other
+ * name. Static string. */
+const char *proto_task_full_name(const char *name);
+/* For a name that is not a task name: the full name of the task it is a
+ * near miss of ("learner_learn_tsak", "lern"), else NULL. */
+const char *proto_task_suggest(const char *name);
+
 /* Envelope {"success","code","message","data"} as compact JSON with sorted
  * keys and a trailing newline, like the reference. data may be NULL (null);
  * it is borrowed. message NULL means "Success." / "Failed.". */

@@ -233,7 +233,7 @@ static cJSON *parse_body(slave *s, hs_request *r, int raw_depth, bool refs)
 static bool apply_verdict(hs_request *r, const slave_verdict *v, proto_code_id refuse_code)
 {
     if (v->status > 0) {
-        reply_msg(r, v->status, false, v->status, v->message[0] ? v->message : "Failed.");
+        reply_msg(r, v->status, false, v->code ? v->code : v->status, v->message[0] ? v->message : "Failed.");
         return true;
     }
     if (v->refuse) {

@@ -61,6 +61,7 @@ typedef struct {
     bool refuse;       /* refuse with the protocol's code (503/504/602) */
     int status;        /* > 0: answer with this HTTP status instead (fault
                           injection: an error status) */
+    int code;          /* with status: the envelope's code (0: the status) */
     char message[256]; /* message for refuse/status; empty: the default */
 } slave_verdict;
 

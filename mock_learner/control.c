@@ -213,7 +213,7 @@ static void do_learner(control *c, hs_request *r, const char *method, const char
     }
     /* The path names the learner and the kind; a trigger would make a fault
      * that waits for a task, which is POST /fault's job. */
-    static const char *const not_here[] = {"task", "at", "prob", "learner", "kind"};
+    static const char *const not_here[] = {"task", "at", "times", "prob", "learner", "kind"};
     for (size_t i = 0; i < sizeof not_here / sizeof not_here[0]; i++)
         if (jsonx_get(body, not_here[i])) {
             reply_error(r, 400, "member \"%s\" is not allowed here: /learner/%s/%s acts at once (POST /fault makes "

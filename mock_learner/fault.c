@@ -7,71 +7,105 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "proto.h"
+#include "suggest.h"
 #include "xalloc.h"
 
-/* ---- the kind table ---- */
+/* ---- the schema: one table of kinds and their members ---- */
+
+typedef enum {
+    P_MS = 0, /* a duration in ms, 0..FAULT_MAX_MS */
+    P_STATUS, /* an HTTP error status, 400..599 */
+    P_CODE,   /* a protocol code a slave answers with (error_codes) */
+    P_WHEN,   /* "before" or "during" */
+} param_type;
 
 typedef struct {
     const char *name;
-    const char *doc;
+    param_type type;
+    long def;
+} param;
+
+typedef struct {
     bool state;        /* acts on the learner rather than on one task */
-    bool task_trigger; /* may take task/at/prob */
-    const char *param; /* its one parameter, or NULL */
+    bool task_trigger; /* may take task/at/times/prob */
+    param params[2];   /* its parameters (name NULL: none) */
+    const char *members[16]; /* every member it may have, NULL-terminated */
 } kind_info;
 
+#define TRIGGERS "task", "at", "times", "prob"
 static const kind_info kinds[FK_COUNT] = {
-#define K(id, name, doc) [FK_##id] = {name, doc, false, true, NULL},
+    [FK_SLOW_JOIN] = {true, false, {{"after_ms", P_MS, 1000}}, {"learner", "kind", "optional", "after_ms"}},
+    [FK_REFUSE] = {true, false, {{0}}, {"learner", "kind", "optional"}},
+    [FK_FAIL] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_CRASH] = {false, true, {{"when", P_WHEN, 0}}, {"learner", "kind", "optional", TRIGGERS, "when"}},
+    [FK_DIE] = {true, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_HANG] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_DELAY] = {false, true, {{"ms", P_MS, 1000}}, {"learner", "kind", "optional", TRIGGERS, "ms"}},
+    [FK_ERROR_STATUS] = {false, true, {{"code", P_CODE, 602}, {"status", P_STATUS, 0}},
+                         {"learner", "kind", "optional", TRIGGERS, "code", "status"}},
+    [FK_MALFORMED] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_TRUNCATED] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_NO_HEARTBEAT] = {true, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_DROP] = {true, true, {{"back_after_ms", P_MS, 1000}}, {"learner", "kind", "optional", TRIGGERS, "back_after_ms"}},
+    [FK_BAD_RESULT] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+    [FK_WRONG_BATCH] = {false, true, {{0}}, {"learner", "kind", "optional", TRIGGERS}},
+};
+#undef TRIGGERS
+
+static const char *const kind_names[FK_COUNT + 1] = {
+#define K(id, name, doc) name,
+    FAULT_KINDS(K)
+#undef K
+    NULL,
+};
+static const char *const kind_docs[FK_COUNT] = {
+#define K(id, name, doc) doc,
     FAULT_KINDS(K)
 #undef K
 };
 
-/* Per-kind details beside the X-list (kept here so that the header stays a
- * list of names and docs). */
-static kind_info info(fault_kind k)
+/* The codes a slave answers with (protocol.md), and their HTTP status. */
+static const struct {
+    proto_code_id id;
+    int status;
+} error_codes[] = {
+    {PROTO_SYSTEM_SHUTTING_DOWN, 401},         {PROTO_CHANNEL_NOT_FOUND, 400},
+    {PROTO_CHANNEL_INVALID, 403},              {PROTO_SLAVE_MASTER_TOKEN_NOT_FOUND, 400},
+    {PROTO_SLAVE_MASTER_TOKEN_INVALID, 403},   {PROTO_SELF_TOKEN_NOT_FOUND, 400},
+    {PROTO_SELF_TOKEN_INVALID, 403},           {PROTO_SLAVE_ALREADY_CONNECTED, 400},
+    {PROTO_SLAVE_NOT_CONNECTED, 400},          {PROTO_SLAVE_CONNECTION_REFUSED, 403},
+    {PROTO_SLAVE_DISCONNECTION_REFUSED, 403},  {PROTO_SLAVE_TASK_ALREADY_EXIST, 400},
+    {PROTO_SLAVE_TASK_REFUSED, 403},
+};
+#define NCODES (sizeof error_codes / sizeof error_codes[0])
+
+static int code_index(long code)
 {
-    kind_info i = kinds[k];
-    switch (k) {
-    case FK_SLOW_JOIN:
-        i.state = true, i.task_trigger = false, i.param = "after_ms";
-        break;
-    case FK_REFUSE:
-        i.state = true, i.task_trigger = false;
-        break;
-    case FK_DIE:
-    case FK_NO_HEARTBEAT:
-        i.state = true;
-        break;
-    case FK_DROP:
-        i.state = true, i.param = "back_after_ms";
-        break;
-    case FK_CRASH:
-        i.param = "when";
-        break;
-    case FK_DELAY:
-        i.param = "ms";
-        break;
-    case FK_ERROR_STATUS:
-        i.param = "status";
-        break;
-    default:
-        break;
-    }
-    return i;
+    for (size_t i = 0; i < NCODES; i++)
+        if (proto_code(error_codes[i].id) == code)
+            return (int)i;
+    return -1;
 }
 
 const char *fault_kind_name(fault_kind k)
 {
-    return (unsigned)k < FK_COUNT ? kinds[k].name : "?";
+    return (unsigned)k < FK_COUNT ? kind_names[k] : "?";
 }
 
 const char *fault_kind_doc(fault_kind k)
 {
-    return (unsigned)k < FK_COUNT ? kinds[k].doc : "?";
+    return (unsigned)k < FK_COUNT ? kind_docs[k] : "?";
 }
 
 bool fault_kind_is_state(fault_kind k)
 {
-    return (unsigned)k < FK_COUNT && info(k).state;
+    return (unsigned)k < FK_COUNT && kinds[k].state;
+}
+
+const char *const *fault_kind_members(fault_kind k)
+{
+    return (unsigned)k < FK_COUNT ? kinds[k].members : NULL;
 }
 
 /* ---- the set ---- */
@@ -82,10 +116,12 @@ typedef struct {
     int learner;    /* -1: all */
     char *task;     /* NULL: any name */
     long at;        /* 0: every task */
+    long times;     /* with at: tasks at, at+1, ..., at+times-1 */
     bool has_prob;
     double prob;
     long ms;        /* after_ms / ms / back_after_ms */
-    int status;     /* error_status */
+    int status;     /* error_status: HTTP status */
+    int code;       /* error_status: protocol code */
     bool during;    /* crash when */
     bool spent;     /* acted at once; never fires again */
     unsigned long fired;
@@ -155,174 +191,226 @@ size_t fault_set_count(const fault_set *fs)
     return fs->len;
 }
 
-int fault_learner_index(const fault_set *fs, const char *ref)
+/* "2" or "<prefix>2" -> 2; -1 if it names no learner. prefixed: only the
+ * second form. */
+static int learner_index(int count, const char *prefix, const char *ref, bool prefixed)
 {
     const char *digits = ref;
-    size_t pl = strlen(fs->prefix);
-    if (strncmp(ref, fs->prefix, pl) == 0 && ref[pl] != '\0')
+    size_t pl = strlen(prefix);
+    if (strncmp(ref, prefix, pl) == 0 && ref[pl] != '\0')
         digits = ref + pl;
+    else if (prefixed)
+        return -1;
     if (*digits < '0' || *digits > '9' || (digits[0] == '0' && digits[1] != '\0'))
         return -1;
     char *end;
     errno = 0;
     long v = strtol(digits, &end, 10);
-    if (errno || *end || v < 0 || v >= fs->learner_count)
+    if (errno || *end || v < 0 || v >= count)
         return -1;
     return (int)v;
 }
 
+int fault_learner_index(const fault_set *fs, const char *ref)
+{
+    return learner_index(fs->learner_count, fs->prefix, ref, false);
+}
+
 /* ---- validation ---- */
 
-static bool get_long(const cJSON *spec, const char *key, long lo, long hi, long *out, char *err, size_t errlen)
+/* the error of one member (suggest.h) */
+#define ferr suggest_error_set
+
+static bool get_long(const cJSON *spec, const char *key, long lo, long hi, long *out, fault_error *e)
 {
     const cJSON *v = jsonx_get(spec, key);
     int64_t n;
     if (!jsonx_get_i64(v, &n) || n < lo || n > hi) {
         if (cJSON_IsRaw(v) && jsonx_is_number(v))
-            snprintf(err, errlen, "\"%s\" must be an integer in %ld..%ld, not %.32s", key, lo, hi, v->valuestring);
-        else
-            snprintf(err, errlen, "\"%s\" must be an integer in %ld..%ld, not a %s", key, lo, hi,
-                     jsonx_type_name(v));
-        return false;
+            return ferr(e, key, "must be an integer in %ld..%ld, not %.32s", lo, hi, v->valuestring);
+        return ferr(e, key, "must be an integer in %ld..%ld, not %s", lo, hi, jsonx_type_name(v));
     }
     *out = (long)n;
     return true;
 }
 
-static void list_kinds(char *buf, size_t len)
+static void join(char *buf, size_t len, const char *const *list)
 {
     size_t off = 0;
     buf[0] = '\0';
-    for (int k = 0; k < FK_COUNT && off < len; k++)
-        off += (size_t)snprintf(buf + off, len - off, "%s%s", k ? ", " : "", kinds[k].name);
+    for (size_t i = 0; list[i] && off < len; i++)
+        off += (size_t)snprintf(buf + off, len - off, "%s%s", i ? ", " : "", list[i]);
 }
 
-static bool parse_fault(const fault_set *fs, const cJSON *spec, bool at_start, fault *f, char *err, size_t errlen)
+static bool member_of(const char *key, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(key, list[i]) == 0)
+            return true;
+    return false;
+}
+
+/* An unknown member: a near miss of an allowed one, one of another kind, or
+ * neither. */
+static bool unknown_member(const char *key, fault_kind k, fault_error *e)
+{
+    const kind_info *ki = &kinds[k];
+    const char *near = suggest_nearest(key, ki->members, (size_t)-1);
+    char allowed[300];
+    join(allowed, sizeof allowed, ki->members);
+    if (near)
+        return ferr(e, key, "unknown key for kind %s (did you mean '%s'?)", kind_names[k], near);
+    if (!ki->task_trigger && (strcmp(key, "task") == 0 || strcmp(key, "at") == 0 || strcmp(key, "times") == 0 ||
+                              strcmp(key, "prob") == 0))
+        return ferr(e, key, "kind %s takes no task trigger: it acts on the learner at once (allowed: %s)",
+                    kind_names[k], allowed);
+    for (int o = 0; o < FK_COUNT; o++)
+        if (member_of(key, kinds[o].members))
+            return ferr(e, key, "not a key of kind %s but of %s (allowed here: %s)", kind_names[k], kind_names[o],
+                        allowed);
+    return ferr(e, key, "unknown key for kind %s (allowed: %s)", kind_names[k], allowed);
+}
+
+static bool parse_param(const cJSON *spec, const param *pa, fault *f, fault_error *e)
+{
+    const cJSON *v = jsonx_get(spec, pa->name);
+    long x = pa->def;
+    switch (pa->type) {
+    case P_MS:
+        if (v && !get_long(spec, pa->name, 0, FAULT_MAX_MS, &x, e))
+            return false;
+        f->ms = x;
+        break;
+    case P_STATUS:
+        if (v && !get_long(spec, pa->name, 400, 599, &x, e))
+            return false;
+        f->status = (int)x;
+        break;
+    case P_CODE: {
+        int64_t n;
+        if (v && (!jsonx_get_i64(v, &n) || code_index((long)n) < 0)) {
+            char known[200];
+            size_t off = 0;
+            known[0] = '\0';
+            for (size_t i = 0; i < NCODES && off < sizeof known; i++)
+                off += (size_t)snprintf(known + off, sizeof known - off, "%s%d", i ? ", " : "",
+                                        proto_code(error_codes[i].id));
+            return ferr(e, pa->name, "must be a code a slave answers with (%s), not %.32s", known,
+                        cJSON_IsRaw(v) && v->valuestring ? v->valuestring : jsonx_type_name(v));
+        }
+        if (v)
+            x = (long)n;
+        f->code = (int)x;
+        break;
+    }
+    case P_WHEN:
+        if (v && (!cJSON_IsString(v) ||
+                  (strcmp(v->valuestring, "before") != 0 && strcmp(v->valuestring, "during") != 0)))
+            return ferr(e, pa->name, "must be \"before\" or \"during\"");
+        f->during = v && strcmp(v->valuestring, "during") == 0;
+        break;
+    }
+    return true;
+}
+
+static bool parse_fault(int learner_count, const char *prefix, const cJSON *spec, bool at_start, fault *f,
+                        fault_error *e)
 {
     memset(f, 0, sizeof *f);
+    memset(e, 0, sizeof *e);
     f->learner = -1;
-    if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "a fault must be a JSON object, not %s", jsonx_type_name(spec));
-        return false;
-    }
-    const char *kname = jsonx_get_str(spec, "kind");
-    if (!kname) {
-        char known[200];
-        list_kinds(known, sizeof known);
-        snprintf(err, errlen, "\"kind\" is %s; it must be one of: %s",
-                 jsonx_get(spec, "kind") ? "not a string" : "missing", known);
-        return false;
-    }
+    if (!cJSON_IsObject(spec))
+        return ferr(e, "", "a fault must be a JSON object, not %s", jsonx_type_name(spec));
+    char known[300];
+    join(known, sizeof known, kind_names);
+    const cJSON *kj = jsonx_get(spec, "kind");
+    if (!kj)
+        return ferr(e, "", "missing key 'kind' (one of: %s)", known);
+    if (!cJSON_IsString(kj))
+        return ferr(e, "kind", "must be a string (one of: %s), not %s", known, jsonx_type_name(kj));
     int k = 0;
-    while (k < FK_COUNT && strcmp(kinds[k].name, kname) != 0)
+    while (k < FK_COUNT && strcmp(kind_names[k], kj->valuestring) != 0)
         k++;
     if (k == FK_COUNT) {
-        char known[200];
-        list_kinds(known, sizeof known);
-        snprintf(err, errlen, "\"kind\" \"%.64s\" is unknown; it must be one of: %s", kname, known);
-        return false;
+        const char *near = suggest_nearest(kj->valuestring, kind_names, FK_COUNT);
+        if (near)
+            return ferr(e, "kind", "unknown kind '%.64s' (did you mean '%s'?)", kj->valuestring, near);
+        return ferr(e, "kind", "unknown kind '%.64s' (known: %s)", kj->valuestring, known);
     }
     f->kind = (fault_kind)k;
-    kind_info ki = info(f->kind);
+    const kind_info *ki = &kinds[k];
     /* Every member must mean something for this kind. */
-    for (const cJSON *m = spec->child; m; m = m->next) {
-        const char *key = m->string;
-        bool ok = strcmp(key, "kind") == 0 || strcmp(key, "learner") == 0 ||
-                  (ki.task_trigger && (strcmp(key, "task") == 0 || strcmp(key, "at") == 0 ||
-                                       strcmp(key, "prob") == 0)) ||
-                  (ki.param && strcmp(key, ki.param) == 0);
-        if (!ok) {
-            snprintf(err, errlen, "member \"%.64s\" is not allowed for kind %s (allowed: learner, kind%s%s%s)", key,
-                     ki.name, ki.task_trigger ? ", task, at, prob" : "", ki.param ? ", " : "",
-                     ki.param ? ki.param : "");
-            return false;
-        }
-    }
+    for (const cJSON *m = spec->child; m; m = m->next)
+        if (!member_of(m->string, ki->members))
+            return unknown_member(m->string, f->kind, e);
     const cJSON *l = jsonx_get(spec, "learner");
     if (l) {
         int64_t idx;
         if (cJSON_IsString(l) && strcmp(l->valuestring, "all") == 0) {
             f->learner = -1;
         } else if (cJSON_IsString(l)) {
-            f->learner = fault_learner_index(fs, l->valuestring);
-            if (f->learner < 0 || strncmp(l->valuestring, fs->prefix, strlen(fs->prefix)) != 0) {
-                snprintf(err, errlen, "\"learner\" \"%.64s\" names no learner (ids are %s0..%s%d, or \"all\")",
-                         l->valuestring, fs->prefix, fs->prefix, fs->learner_count - 1);
-                return false;
-            }
+            f->learner = learner_index(learner_count, prefix, l->valuestring, true);
+            if (f->learner < 0)
+                return ferr(e, "learner", "'%.64s' names no learner (ids are %s0..%s%d, or \"all\")",
+                            l->valuestring, prefix, prefix, learner_count - 1);
         } else if (jsonx_get_i64(l, &idx)) {
-            if (idx < 0 || idx >= fs->learner_count) {
-                snprintf(err, errlen, "\"learner\" %lld is out of range 0..%d", (long long)idx,
-                         fs->learner_count - 1);
-                return false;
-            }
+            if (idx < 0 || idx >= learner_count)
+                return ferr(e, "learner", "%lld is out of range 0..%d", (long long)idx, learner_count - 1);
             f->learner = (int)idx;
         } else {
-            snprintf(err, errlen, "\"learner\" must be an index, a learner id or \"all\", not %s",
-                     jsonx_type_name(l));
-            return false;
+            return ferr(e, "learner", "must be an index, a learner id or \"all\", not %s", jsonx_type_name(l));
         }
     }
     const cJSON *t = jsonx_get(spec, "task");
     if (t) {
-        if (!cJSON_IsString(t) || t->valuestring[0] == '\0' || strlen(t->valuestring) > FAULT_NAME_MAX) {
-            snprintf(err, errlen, "\"task\" must be a task name (a string of 1..%d characters)", FAULT_NAME_MAX);
-            return false;
-        }
-        f->task = xstrdup(t->valuestring);
+        if (!cJSON_IsString(t) || t->valuestring[0] == '\0' || strlen(t->valuestring) > FAULT_NAME_MAX)
+            return ferr(e, "task", "must be a task name (a string of 1..%d characters)", FAULT_NAME_MAX);
+        const char *full = proto_task_full_name(t->valuestring);
+        const char *near = full ? NULL : proto_task_suggest(t->valuestring);
+        if (near)
+            return ferr(e, "task", "unknown task '%.64s' (did you mean '%s'?)", t->valuestring, near);
+        f->task = xstrdup(full ? full : t->valuestring);
     }
-    if (jsonx_get(spec, "at") && !get_long(spec, "at", 1, 1000000000L, &f->at, err, errlen))
+    if (jsonx_get(spec, "at") && !get_long(spec, "at", 1, 1000000000L, &f->at, e))
         goto fail;
+    f->times = 1;
+    if (jsonx_get(spec, "times")) {
+        if (!get_long(spec, "times", 1, 1000000000L, &f->times, e))
+            goto fail;
+        if (!f->at)
+            f->at = 1;
+    }
     const cJSON *p = jsonx_get(spec, "prob");
     if (p) {
         if (!jsonx_get_double(p, &f->prob) || !(f->prob >= 0.0 && f->prob <= 1.0)) {
-            snprintf(err, errlen, "\"prob\" must be a number in 0..1");
+            ferr(e, "prob", "must be a number in 0..1");
             goto fail;
         }
         f->has_prob = true;
     }
+    const cJSON *opt = jsonx_get(spec, "optional");
+    if (opt && !cJSON_IsBool(opt)) {
+        ferr(e, "optional", "must be true or false, not %s", jsonx_type_name(opt));
+        goto fail;
+    }
+    for (size_t i = 0; i < 2 && ki->params[i].name; i++)
+        if (!parse_param(spec, &ki->params[i], f, e))
+            goto fail;
     switch (f->kind) {
     case FK_SLOW_JOIN:
         if (!at_start) {
-            snprintf(err, errlen, "slow_join works only with --fault at start-up (this learner listens already); "
-                                  "use drop for a learner that leaves and comes back");
+            ferr(e, "kind", "slow_join works only with --fault at start-up (this learner listens already); "
+                            "use drop for a learner that leaves and comes back");
             goto fail;
         }
-        f->ms = 1000;
-        if (jsonx_get(spec, "after_ms") && !get_long(spec, "after_ms", 0, FAULT_MAX_MS, &f->ms, err, errlen))
-            goto fail;
         break;
-    case FK_DROP:
-        f->ms = 1000;
-        if (jsonx_get(spec, "back_after_ms") &&
-            !get_long(spec, "back_after_ms", 0, FAULT_MAX_MS, &f->ms, err, errlen))
-            goto fail;
+    case FK_ERROR_STATUS:
+        if (!f->status)
+            f->status = error_codes[code_index(f->code)].status;
         break;
-    case FK_DELAY:
-        f->ms = 1000;
-        if (jsonx_get(spec, "ms") && !get_long(spec, "ms", 0, FAULT_MAX_MS, &f->ms, err, errlen))
-            goto fail;
-        break;
-    case FK_ERROR_STATUS: {
-        long st = 500;
-        if (jsonx_get(spec, "status") && !get_long(spec, "status", 400, 599, &st, err, errlen))
-            goto fail;
-        f->status = (int)st;
-        break;
-    }
-    case FK_CRASH: {
-        const cJSON *w = jsonx_get(spec, "when");
-        if (w && (!cJSON_IsString(w) ||
-                  (strcmp(w->valuestring, "before") != 0 && strcmp(w->valuestring, "during") != 0))) {
-            snprintf(err, errlen, "\"when\" must be \"before\" or \"during\"");
-            goto fail;
-        }
-        f->during = w && strcmp(w->valuestring, "during") == 0;
-        break;
-    }
     case FK_WRONG_BATCH:
         if (f->task && strcmp(f->task, "learner_get_data_task") != 0) {
-            snprintf(err, errlen, "wrong_batch applies to learner_get_data_task only, not \"%s\"", f->task);
+            ferr(e, "task", "wrong_batch applies to learner_get_data_task only, not '%s'", f->task);
             goto fail;
         }
         if (!f->task)
@@ -339,9 +427,18 @@ fail:
     return false;
 }
 
+bool fault_check(const cJSON *spec, int learner_count, const char *id_prefix, bool at_start, fault_error *e)
+{
+    fault f;
+    if (!parse_fault(learner_count, id_prefix, spec, at_start, &f, e))
+        return false;
+    fault_release(&f);
+    return true;
+}
+
 static bool acts_at_once(const fault *f)
 {
-    return info(f->kind).state && !f->task && !f->at && !f->has_prob;
+    return kinds[f->kind].state && !f->task && !f->at && !f->has_prob;
 }
 
 int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *now, size_t *nnow, int *ids,
@@ -364,12 +461,12 @@ int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *no
     fault *tmp = xcalloc(n, sizeof *tmp);
     size_t i = 0;
     for (const cJSON *it = list ? spec->child : spec; i < n; it = it->next, i++) {
-        char e[1024];
-        if (!parse_fault(fs, it, at_start, &tmp[i], e, sizeof e)) {
+        fault_error e;
+        if (!parse_fault(fs->learner_count, fs->prefix, it, at_start, &tmp[i], &e)) {
+            char where[48] = "";
             if (list)
-                snprintf(err, errlen, "fault %zu of the list: %s", i + 1, e);
-            else
-                snprintf(err, errlen, "%s", e);
+                snprintf(where, sizeof where, "fault %zu of the list: ", i + 1);
+            snprintf(err, errlen, "%s%s%s%s", where, e.key, e.key[0] ? ": " : "", e.msg);
             for (size_t j = 0; j < i; j++)
                 fault_release(&tmp[j]);
             free(tmp);
@@ -424,14 +521,14 @@ void fault_set_plan(fault_set *fs, int learner, const char *name, unsigned long 
     size_t off = 0;
     for (size_t i = 0; i < fs->len; i++) {
         fault *f = &fs->items[i];
-        if (f->spent || !info(f->kind).task_trigger)
+        if (f->spent || !kinds[f->kind].task_trigger)
             continue;
         if (f->learner >= 0 && f->learner != learner)
             continue;
         if (f->task && strcmp(f->task, name) != 0)
             continue;
         unsigned long n = f->task ? n_name : n_all;
-        if (f->at && (unsigned long)f->at != n)
+        if (f->at && (n < (unsigned long)f->at || n - (unsigned long)f->at >= (unsigned long)f->times))
             continue;
         if (f->has_prob && !(draw(fs, f, learner, name, n) < f->prob))
             continue;
@@ -444,7 +541,7 @@ void fault_set_plan(fault_set *fs, int learner, const char *name, unsigned long 
             out->nhits_more++;
         if (off < sizeof out->fired)
             off += (size_t)snprintf(out->fired + off, sizeof out->fired - off, "%s%s#%d", off ? " " : "",
-                                    kinds[f->kind].name, f->id);
+                                    kind_names[f->kind], f->id);
         switch (f->kind) {
         case FK_FAIL:
             if (out->report == REPORT_NORMAL || out->report > REPORT_FAIL)
@@ -481,8 +578,11 @@ void fault_set_plan(fault_set *fs, int learner, const char *name, unsigned long 
                 out->delay_ms = FAULT_MAX_MS;
             break;
         case FK_ERROR_STATUS:
-            if (!out->status)
+            if (!out->status) {
                 out->status = f->status;
+                out->code = f->code;
+                out->code_message = proto_code_message(error_codes[code_index(f->code)].id);
+            }
             break;
         case FK_NO_HEARTBEAT:
             out->pause_heartbeats = true;

@@ -1,29 +1,40 @@
-/* fault: the mock learner's fault table, a small set of named faults given
- * as JSON objects (from --fault or the control API) and the plan they make
- * for one task.
+/* fault: the mock learner's fault schema, a small set of named faults given
+ * as JSON objects (from --fault or the control API), and the plan they make
+ * for one task. The schema (kinds, members, their ranges and defaults) is one
+ * table in fault.c; the scenario runner validates scenario files with
+ * fault_check(), the same parser mock_learner uses, so the two cannot drift.
  *
  * A fault object:
  *   {"learner": 2 | "learner2" | "all", "kind": K, "task": NAME, "at": k,
- *    "prob": p, ...the kind's parameters}
+ *    "times": n, "prob": p, "optional": b, ...the kind's parameters}
  *   learner  which learner (index, id, or "all"; default "all")
- *   task     only tasks of this name (default: any name)
- *   at       only the k-th task of that name on that learner, 1-based,
+ *   task     only tasks of this name (default: any name); the protocol's
+ *            names may be written short ("learn" is learner_learn_task); a
+ *            near miss of one ("learner_learn_tsak") is refused as a typo;
+ *            any other name is taken as it is (a task of the caller's own)
+ *   at       from the k-th task of that name on that learner, 1-based,
  *            counted from the start of the process (without "task": the
  *            k-th task of any name); default: every one
+ *   times    fires on n tasks in a row from "at" (default 1; "at" defaults
+ *            to 1 with times): "at": 2, "times": 3 fails the 2nd, 3rd and 4th
+ *            and lets the later ones through ("fail 3 times, then succeed")
  *   prob     fires with probability p (0..1); the draw is a hash of the seed,
  *            the fault's id, the learner, the task name and its count, so it
  *            does not depend on the order in which learners get tasks
- * Unknown members are rejected, so that a typo is not a silent no-op.
+ *   optional the fault need not fire in a run (a probabilistic one, say);
+ *            mock_learner keeps it for listings, the runner for its verdict
+ * Unknown members are rejected (with a "did you mean"), so that a typo is
+ * not a silent no-op.
  *
- * Kinds come in two families (see fault_kind_info()):
- *   task kinds fire on task arrival (every matching task, or the one "at");
+ * Kinds come in two families (see fault_kind_is_state()):
+ *   task kinds fire on task arrival (every matching task, or those of "at");
  *   state kinds (slow_join, refuse, die, drop, no_heartbeat) act on the
- *   learner itself: at once when the fault has none of task/at/prob (at
- *   start-up when given with --fault), otherwise on a matching task.
+ *   learner itself: at once when the fault has none of task/at/times/prob
+ *   (at start-up when given with --fault), otherwise on a matching task.
  *
  * Ownership: a fault_set owns its faults; JSON given to it is borrowed, JSON
  * returned is the caller's (cJSON_Delete).
- * Threading: the loop's thread only (no locking). */
+ * Threading: the loop's thread only (no locking); fault_check() is pure. */
 #ifndef ML_FAULT_H
 #define ML_FAULT_H
 
@@ -32,6 +43,8 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
+
+#include "suggest.h"
 
 #define FAULT_MAX 1024           /* faults installed at once */
 #define FAULT_MAX_MS 86400000L   /* longest delay of any kind: one day */
@@ -50,8 +63,10 @@
                   "reports; with a task trigger the task is accepted first")                              \
     X(HANG, "hang", "accept the task and never report it")                                               \
     X(DELAY, "delay", "{\"ms\": T}: report T ms later than usual (default 1000)")                        \
-    X(ERROR_STATUS, "error_status", "{\"status\": S}: answer /task/new with HTTP S (400-599, default "   \
-                                    "500); the task is not accepted")                                    \
+    X(ERROR_STATUS, "error_status", "{\"code\": C, \"status\": S}: answer /task/new with the error "      \
+                                    "envelope of protocol code C (default 602, task refused) and HTTP "  \
+                                    "S (default: the code's own status, 403 for 602; 400-599); the "     \
+                                    "task is not accepted")                                              \
     X(MALFORMED, "malformed", "report a body that is not JSON")                                          \
     X(TRUNCATED, "truncated", "report with a Content-Length larger than the bytes sent, then drop the "  \
                               "connection")                                                              \
@@ -74,6 +89,17 @@ const char *fault_kind_name(fault_kind k);
 const char *fault_kind_doc(fault_kind k);
 /* True for the state kinds (slow_join, refuse, die, drop, no_heartbeat). */
 bool fault_kind_is_state(fault_kind k);
+/* The members a fault of kind k may have, NULL-terminated (static). */
+const char *const *fault_kind_members(fault_kind k);
+
+/* What is wrong with a fault object: the member at fault ("" for the object
+ * itself) and a phrase that reads after "member: " ("unknown key for kind
+ * crash (did you mean 'when'?)"). */
+typedef suggest_error fault_error;
+
+/* Validates one fault object exactly as fault_set_add() does for a process of
+ * learner_count learners named <id_prefix>k. at_start: as from --fault. */
+bool fault_check(const cJSON *spec, int learner_count, const char *id_prefix, bool at_start, fault_error *e);
 
 typedef struct fault_set fault_set;
 
@@ -93,7 +119,7 @@ typedef struct {
 /* Validates a fault object (or a JSON list of them: all or none are added)
  * and adds it. at_start: from --fault (slow_join is allowed only there).
  * Returns the id of the first fault added (>= 1), or 0 with the reason in err
- * (the member and what is wrong). Faults that act at once are listed in
+ * ("member: what is wrong", see fault_error). Faults that act at once are listed in
  * now[0..*nnow) (now may hold FAULT_MAX entries); they are kept in the set as
  * spent, so that GET /fault shows them. ids: if not NULL, receives each added
  * id (FAULT_MAX entries), *nids their count. */
@@ -121,7 +147,9 @@ typedef enum {
  * heartbeats whatever else happens (unless the process crashes first). */
 typedef struct {
     bool crash_before;
-    int status;         /* > 0: answer /task/new with this status */
+    int status;         /* > 0: answer /task/new with this HTTP status */
+    int code;           /* ... and this protocol code in the envelope */
+    const char *code_message; /* the reference's message for it (static) */
     bool die;
     bool drop;
     long drop_back_ms;

@@ -496,7 +496,9 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
         defer_go(l, FK_DROP, plan.drop_back_ms, "drop fault on a task");
     if (plan.status > 0) {
         v->status = plan.status;
-        snprintf(v->message, sizeof v->message, "%s: injected error status %d", l->id, plan.status);
+        v->code = plan.code;
+        snprintf(v->message, sizeof v->message, "%s (%s: injected error_status, HTTP %d)",
+                 plan.code_message, l->id, plan.status);
         return;
     }
     work_clear(l); /* a task the master gave up on (deadline) is replaced */

@@ -89,11 +89,15 @@ void opts_help(FILE *out)
             "  --version               the version\n"
             "\n"
             "Fault object: {\"learner\": 2 | \"learner2\" | \"all\" (default all), \"kind\": K,\n"
-            "  \"task\": NAME (default any task), \"at\": k (the k-th task of that name on that\n"
-            "  learner, 1-based; default every one), \"prob\": p (0..1, drawn from --seed),\n"
-            "  ...the kind's parameters}. State kinds (slow_join, refuse, die, drop,\n"
-            "  no_heartbeat) act at once when they have none of task/at/prob (at start-up\n"
-            "  with --fault), else on a matching task. Kinds:\n",
+            "  \"task\": NAME (default any task; \"learn\" is short for learner_learn_task,\n"
+            "  likewise resource, start, get_data, close), \"at\": k (from the k-th task of\n"
+            "  that name on that learner, 1-based; default every one), \"times\": n (n tasks\n"
+            "  in a row from at, default 1: \"at\": 2, \"times\": 3 fires on the 2nd, 3rd and\n"
+            "  4th, later ones pass), \"prob\": p (0..1, drawn from --seed), \"optional\": b\n"
+            "  (need not fire; for the scenario runner's verdict), ...the kind's\n"
+            "  parameters}. State kinds (slow_join, refuse, die, drop, no_heartbeat) act\n"
+            "  at once when they have none of task/at/times/prob (at start-up with\n"
+            "  --fault), else on a matching task. Kinds:\n",
             OPTS_MAX_COUNT, DEFAULT_BATCH, OPTS_PREFIX_MAX);
     for (int k = 0; k < FK_COUNT; k++) {
         /* The doc wrapped at 79 columns under a 16-column indent. */

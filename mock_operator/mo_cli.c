@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mo_fault.h"
 #include "mo_journal.h"
 #include "xalloc.h"
 
@@ -46,8 +47,34 @@ void mo_cli_usage(FILE *out)
             "  --help                  print this help and exit\n"
             "  --version               print the version and exit\n"
             "\n"
+            "control API (JSON over HTTP on the control port): GET /control/state;\n"
+            "PUT /control/learners, POST /control/learners/add, /control/learners/remove\n"
+            "(and the same for collectors); DELETE /control/replicas; PUT\n"
+            "/control/settings; POST/GET/DELETE /control/fault; GET/DELETE\n"
+            "/control/journal (every API request, its answer and the fault applied).\n"
+            "\n"
+            "faults (POST /control/fault, one JSON object each):\n"
+            "  {\"kind\": \"error_status\", \"status\": S}  answer HTTP S (200-599, default\n"
+            "                          500) with a failure envelope instead of the answer\n"
+            "  {\"kind\": \"delay\", \"delay_ms\": T}  answer normally, T ms late (1-%ld;\n"
+            "                          required)\n"
+            "  {\"kind\": \"garbage\", \"body\": B}    answer 200 with body B, which is not JSON\n"
+            "                          (default \"<html>not json</html>\", at most %d bytes)\n"
+            "  {\"kind\": \"refuse\"}                close the API port until the fault is\n"
+            "                          cleared (connections refused)\n"
+            "  error_status, delay and garbage also take \"count\": k (the next k requests\n"
+            "  only; default until cleared), \"path\": \"/v1alpha1/replicas\" (this path\n"
+            "  only), \"method\": \"GET\" (this method only); error_status and garbage\n"
+            "  take \"delay_ms\" too (answer that late). Every fault takes \"optional\":\n"
+            "  true (it need not apply in a run; for the scenario runner's verdict). The\n"
+            "  first fault that matches a request applies to it; refuse takes nothing else.\n"
+            "\n"
+            "run_scenarios starts it with --on-failed remove (a failed learner leaves\n"
+            "the list; the default, recreate, is what DI-orchestrator does: it invents a\n"
+            "replacement address that resolves nowhere in a test).\n"
+            "\n"
             "exit status: 0 after SIGTERM/SIGINT, 1 on a runtime failure, 2 on a usage error\n",
-            MO_JOURNAL_LIMIT_MAX, DEFAULT_JOURNAL_LIMIT);
+            MO_JOURNAL_LIMIT_MAX, DEFAULT_JOURNAL_LIMIT, MO_FAULT_DELAY_MAX_MS, MO_FAULT_BODY_MAX);
 }
 
 static bool parse_ulong(const char *s, unsigned long long max, unsigned long long *out)

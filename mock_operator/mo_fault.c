@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 #define DEFAULT_GARBAGE "<html>not json</html>"
@@ -21,6 +22,7 @@ typedef struct {
     char *path;   /* NULL: any */
     char *method; /* NULL: any */
     char *body;   /* garbage body */
+    bool optional;
 } fault;
 
 struct mo_faults {
@@ -72,132 +74,162 @@ static void remove_at(mo_faults *f, size_t i)
     f->len--;
 }
 
+/* The schema: every kind and the members it may have. */
+static const char *const kind_members[4][8] = {
+    [MO_FAULT_ERROR_STATUS] = {"kind", "status", "delay_ms", "count", "path", "method", "optional", NULL},
+    [MO_FAULT_DELAY] = {"kind", "delay_ms", "count", "path", "method", "optional", NULL},
+    [MO_FAULT_GARBAGE] = {"kind", "body", "delay_ms", "count", "path", "method", "optional", NULL},
+    [MO_FAULT_REFUSE] = {"kind", "optional", NULL},
+};
+static const char *const all_members[] = {"kind", "status", "delay_ms", "count", "path",
+                                          "method", "body", "optional", NULL};
+
+static bool member_of(const char *key, const char *const *list)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (strcmp(key, list[i]) == 0)
+            return true;
+    return false;
+}
+
+/* the error of one member (suggest.h) */
+#define ferr suggest_error_set
+
 /* Reads an integer member in [lo, hi]; absent leaves *out. */
 static bool get_int(const cJSON *spec, const char *key, int64_t lo, int64_t hi, int64_t *out,
-                    bool *present, char *err, size_t errlen)
+                    bool *present, mo_fault_error *e)
 {
     const cJSON *v = jsonx_get(spec, key);
     *present = v != NULL;
     if (!v)
         return true;
     int64_t x;
-    if (!jsonx_get_i64(v, &x)) {
-        snprintf(err, errlen, "fault field \"%s\" must be an integer, not %s", key,
-                 jsonx_type_name(v));
-        return false;
-    }
-    if (x < lo || x > hi) {
-        snprintf(err, errlen, "fault field \"%s\" is %" PRId64 "; it must be in %" PRId64
-                 "..%" PRId64, key, x, lo, hi);
-        return false;
-    }
+    if (!jsonx_get_i64(v, &x))
+        return ferr(e, key, "fault field \"%s\" must be an integer, not %s", key,
+                    jsonx_type_name(v));
+    if (x < lo || x > hi)
+        return ferr(e, key, "fault field \"%s\" is %" PRId64 "; it must be in %" PRId64 "..%" PRId64,
+                    key, x, lo, hi);
     *out = x;
     return true;
 }
 
-static bool get_str(const cJSON *spec, const char *key, size_t maxlen, char **out, char *err,
-                    size_t errlen)
+static bool get_str(const cJSON *spec, const char *key, size_t maxlen, char **out,
+                    mo_fault_error *e)
 {
     const cJSON *v = jsonx_get(spec, key);
     if (!v)
         return true;
-    if (!cJSON_IsString(v)) {
-        snprintf(err, errlen, "fault field \"%s\" must be a string, not %s", key,
-                 jsonx_type_name(v));
-        return false;
-    }
-    if (strlen(v->valuestring) > maxlen) {
-        snprintf(err, errlen, "fault field \"%s\" is longer than %zu bytes", key, maxlen);
-        return false;
-    }
+    if (!cJSON_IsString(v))
+        return ferr(e, key, "fault field \"%s\" must be a string, not %s", key,
+                    jsonx_type_name(v));
+    if (strlen(v->valuestring) > maxlen)
+        return ferr(e, key, "fault field \"%s\" is longer than %zu bytes", key, maxlen);
     *out = xstrdup(v->valuestring);
+    return true;
+}
+
+/* Validates spec into *x (whose strings are then the caller's). */
+static bool parse(const cJSON *spec, fault *x, mo_fault_error *e)
+{
+    memset(x, 0, sizeof *x);
+    memset(e, 0, sizeof *e);
+    x->count = -1;
+    if (!cJSON_IsObject(spec))
+        return ferr(e, "", "a fault must be a JSON object, not %s", jsonx_type_name(spec));
+    for (const cJSON *m = spec->child; m; m = m->next)
+        if (!member_of(m->string, all_members)) {
+            const char *near = suggest_nearest(m->string, all_members, (size_t)-1);
+            if (near)
+                return ferr(e, m->string, "unknown fault field \"%.64s\" (did you mean '%s'?)",
+                            m->string, near);
+            return ferr(e, m->string,
+                        "unknown fault field \"%.64s\" (known: kind, status, delay_ms, count, path, "
+                        "method, body, optional)",
+                        m->string);
+        }
+    const cJSON *kj = jsonx_get(spec, "kind");
+    if (!kj || !cJSON_IsString(kj))
+        return ferr(e, kj ? "kind" : "",
+                    "fault field \"kind\" is missing or not a string (error_status, delay, garbage, "
+                    "refuse)");
+    const char *kind = kj->valuestring;
+    size_t k = 0;
+    while (k < 4 && strcmp(kind, kind_names[k]) != 0)
+        k++;
+    if (k == 4) {
+        const char *near = suggest_nearest(kind, kind_names, 4);
+        if (near)
+            return ferr(e, "kind", "fault kind \"%.64s\" is unknown (did you mean '%s'?)", kind,
+                        near);
+        return ferr(e, "kind", "fault kind \"%.64s\" is unknown (error_status, delay, garbage, refuse)",
+                    kind);
+    }
+    x->kind = (mo_fault_kind)k;
+    for (const cJSON *m = spec->child; m; m = m->next) {
+        if (member_of(m->string, kind_members[k]))
+            continue;
+        if (strcmp(m->string, "status") == 0)
+            return ferr(e, m->string, "fault field \"status\" applies to error_status only, not %s",
+                        kind);
+        if (strcmp(m->string, "body") == 0)
+            return ferr(e, m->string, "fault field \"body\" applies to garbage only, not %s", kind);
+        return ferr(e, m->string,
+                    "a refuse fault takes no delay_ms, count, path or method: it closes the whole "
+                    "API port until cleared");
+    }
+    int64_t status = 500, delay = 0, count = -1;
+    bool has_status, has_delay, has_count;
+    if (!get_int(spec, "status", 200, 599, &status, &has_status, e) ||
+        !get_int(spec, "delay_ms", 0, MO_FAULT_DELAY_MAX_MS, &delay, &has_delay, e) ||
+        !get_int(spec, "count", 1, INT32_MAX, &count, &has_count, e))
+        return false;
+    if (x->kind == MO_FAULT_DELAY && (!has_delay || delay < 1))
+        return ferr(e, has_delay ? "delay_ms" : "", "a delay fault needs \"delay_ms\" of 1..%ld",
+                    MO_FAULT_DELAY_MAX_MS);
+    const cJSON *opt = jsonx_get(spec, "optional");
+    if (opt && !cJSON_IsBool(opt))
+        return ferr(e, "optional", "fault field \"optional\" must be true or false, not %s",
+                    jsonx_type_name(opt));
+    if (!get_str(spec, "path", 1024, &x->path, e) || !get_str(spec, "method", 32, &x->method, e) ||
+        !get_str(spec, "body", MO_FAULT_BODY_MAX, &x->body, e)) {
+        fault_free(x);
+        return false;
+    }
+    if (x->path && x->path[0] != '/') {
+        ferr(e, "path", "fault field \"path\" must start with '/' (got \"%.64s\")", x->path);
+        fault_free(x);
+        return false;
+    }
+    x->status = (int)status;
+    x->delay_ms = (long)delay;
+    x->count = (long)count;
+    x->optional = opt && cJSON_IsTrue(opt);
+    return true;
+}
+
+bool mo_fault_check(const cJSON *spec, mo_fault_error *e)
+{
+    fault x;
+    if (!parse(spec, &x, e))
+        return false;
+    fault_free(&x);
     return true;
 }
 
 uint64_t mo_faults_add(mo_faults *f, const cJSON *spec, char *err, size_t errlen)
 {
-    static const char *const allowed[] = {"kind",  "status", "delay_ms", "count",
-                                          "path",  "method", "body"};
-    if (!cJSON_IsObject(spec)) {
-        snprintf(err, errlen, "a fault must be a JSON object, not %s", jsonx_type_name(spec));
+    fault x;
+    mo_fault_error e;
+    if (!parse(spec, &x, &e)) {
+        snprintf(err, errlen, "%s", e.msg);
         return 0;
     }
-    for (const cJSON *m = spec->child; m; m = m->next) {
-        size_t i = 0;
-        while (i < sizeof allowed / sizeof allowed[0] && strcmp(m->string, allowed[i]) != 0)
-            i++;
-        if (i == sizeof allowed / sizeof allowed[0]) {
-            snprintf(err, errlen,
-                     "unknown fault field \"%.64s\" (known: kind, status, delay_ms, count, path, "
-                     "method, body)",
-                     m->string);
-            return 0;
-        }
-    }
-    const char *kind = jsonx_get_str(spec, "kind");
-    fault x = {0};
-    x.count = -1;
-    x.delay_ms = 0;
-    if (!kind) {
-        snprintf(err, errlen,
-                 "fault field \"kind\" is missing or not a string (error_status, delay, garbage, "
-                 "refuse)");
-        return 0;
-    }
-    size_t k = 0;
-    while (k < 4 && strcmp(kind, kind_names[k]) != 0)
-        k++;
-    if (k == 4) {
-        snprintf(err, errlen,
-                 "fault kind \"%.64s\" is unknown (error_status, delay, garbage, refuse)", kind);
-        return 0;
-    }
-    x.kind = (mo_fault_kind)k;
     if (f->len >= MO_FAULTS_MAX) {
+        fault_free(&x);
         snprintf(err, errlen, "too many faults (at most %d); clear some first", MO_FAULTS_MAX);
         return 0;
     }
-
-    int64_t status = 500, delay = 0, count = -1;
-    bool has_status, has_delay, has_count;
-    if (!get_int(spec, "status", 200, 599, &status, &has_status, err, errlen) ||
-        !get_int(spec, "delay_ms", 0, MO_FAULT_DELAY_MAX_MS, &delay, &has_delay, err, errlen) ||
-        !get_int(spec, "count", 1, INT32_MAX, &count, &has_count, err, errlen))
-        return 0;
-    bool has_path = jsonx_get(spec, "path") != NULL, has_method = jsonx_get(spec, "method") != NULL;
-    bool has_body = jsonx_get(spec, "body") != NULL;
-    if (has_status && x.kind != MO_FAULT_ERROR_STATUS) {
-        snprintf(err, errlen, "fault field \"status\" applies to error_status only, not %s", kind);
-        return 0;
-    }
-    if (has_body && x.kind != MO_FAULT_GARBAGE) {
-        snprintf(err, errlen, "fault field \"body\" applies to garbage only, not %s", kind);
-        return 0;
-    }
-    if (x.kind == MO_FAULT_REFUSE && (has_delay || has_count || has_path || has_method)) {
-        snprintf(err, errlen,
-                 "a refuse fault takes no delay_ms, count, path or method: it closes the whole "
-                 "API port until cleared");
-        return 0;
-    }
-    if (x.kind == MO_FAULT_DELAY && (!has_delay || delay < 1)) {
-        snprintf(err, errlen, "a delay fault needs \"delay_ms\" of 1..%ld", MO_FAULT_DELAY_MAX_MS);
-        return 0;
-    }
-    if (!get_str(spec, "path", 1024, &x.path, err, errlen) ||
-        !get_str(spec, "method", 32, &x.method, err, errlen) ||
-        !get_str(spec, "body", MO_FAULT_BODY_MAX, &x.body, err, errlen)) {
-        fault_free(&x);
-        return 0;
-    }
-    if (x.path && x.path[0] != '/') {
-        snprintf(err, errlen, "fault field \"path\" must start with '/' (got \"%.64s\")", x.path);
-        fault_free(&x);
-        return 0;
-    }
-    x.status = (int)status;
-    x.delay_ms = (long)delay;
-    x.count = (long)count;
     if (x.kind == MO_FAULT_GARBAGE && !x.body)
         x.body = xstrdup(DEFAULT_GARBAGE);
     x.id = f->next_id++;
@@ -282,6 +314,8 @@ static cJSON *fault_json(const fault *x)
     }
     if (x->kind == MO_FAULT_GARBAGE)
         cJSON_AddStringToObject(o, "body", x->body);
+    if (x->optional)
+        cJSON_AddBoolToObject(o, "optional", true);
     return o;
 }
 

@@ -1,5 +1,6 @@
 /* mo_fault: the faults the mock operator injects on its API port, a small set
- * of named commands given as JSON on the control port:
+ * of named commands given as JSON on the control port (this header and the
+ * kind table in mo_fault.c are the schema, which mock_operator --help shows):
  *
  *   {"kind": "error_status", "status": 500}  answer this status (200-599;
  *                                           default 500) with a failure
@@ -11,6 +12,8 @@
  *   {"kind": "refuse"}                      close the API port until the fault
  *                                           is cleared (connections refused)
  *
+ * Every fault may say "optional": true: it need not apply in a run (the
+ * scenario runner's verdict reads it; the operator only lists it).
  * Request faults also take "count": k (how many requests it applies to;
  * absent: until cleared), "path": "/v1alpha1/replicas" (only requests for
  * this exact path), "method": "GET" (only this method); error_status and
@@ -30,6 +33,8 @@
 #include <stdint.h>
 
 #include <cjson/cJSON.h>
+
+#include "suggest.h"
 
 #define MO_FAULTS_MAX 256
 #define MO_FAULT_DELAY_MAX_MS 600000L
@@ -61,6 +66,14 @@ void mo_fault_action_release(mo_fault_action *a);
 
 mo_faults *mo_faults_new(void);
 void mo_faults_free(mo_faults *f);
+
+/* What is wrong with a fault object: the member at fault ("" for the object
+ * itself) and the message. */
+typedef suggest_error mo_fault_error;
+
+/* Validates a fault object exactly as mo_faults_add() does (the scenario
+ * runner checks scenario files with it). */
+bool mo_fault_check(const cJSON *spec, mo_fault_error *e);
 
 /* Validates a fault object and adds it. Returns its id (>= 1), or 0 with the
  * reason in err (a field name and what is wrong). */

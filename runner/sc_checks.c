@@ -451,10 +451,52 @@ static void check_exits(sc_run *r)
     }
 }
 
+static int cmp_edge(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    /* by time; at one time an answer (-1) before an arrival (+1) */
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The most requests the operator held at once, from the journal's arrival
+ * and answer times (a request never answered is held to the end). */
+static void check_operator_in_flight(sc_run *r, const cJSON *journal)
+{
+    const sc_expect *e = &r->s->expect;
+    size_t n = 0, cap = journal ? (size_t)cJSON_GetArraySize(journal) : 0;
+    double(*edge)[2] = xcalloc(2 * cap + 1, sizeof *edge);
+    for (const cJSON *j = journal ? journal->child : NULL; j; j = j->next) {
+        double at, done;
+        if (!jsonx_get_double(jsonx_get(j, "time_ms"), &at))
+            continue;
+        edge[n][0] = at, edge[n++][1] = 1;
+        if (jsonx_get_double(jsonx_get(j, "answered_ms"), &done))
+            edge[n][0] = done, edge[n++][1] = -1;
+    }
+    qsort(edge, n, sizeof *edge, cmp_edge);
+    int cur = 0, most = 0;
+    double most_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        cur += (int)edge[i][1];
+        if (cur > most)
+            most = cur, most_at = edge[i][0];
+    }
+    free(edge);
+    char what[128];
+    snprintf(what, sizeof what, "the operator held at most %d request%s at once", e->operator_max_in_flight,
+             e->operator_max_in_flight == 1 ? "" : "s");
+    if (!journal)
+        sr_check(r, false, e->line, what, "could not read its journal");
+    else
+        sr_check(r, most <= e->operator_max_in_flight, e->line, what,
+                 "it held %d at once (at %.0f ms of its clock), of %d requests", most, most_at,
+                 cJSON_GetArraySize(journal));
+}
+
 static void check_operator(sc_run *r)
 {
     const sc_expect *e = &r->s->expect;
-    if (!e->has_operator_failed && !e->noperator_requests)
+    if (!e->has_operator_failed && !e->noperator_requests && !e->operator_max_in_flight)
         return;
     if (!r->op_state) {
         sr_check(r, false, e->line, "the operator's journal", "could not read it: %s",
@@ -526,6 +568,8 @@ static void check_operator(sc_run *r)
         sr_check(r, found, e->line, what, "its journal (%d requests): %s%s", n, sv, n > 12 ? ", ..." : "");
         free(sv);
     }
+    if (e->operator_max_in_flight)
+        check_operator_in_flight(r, journal);
 }
 
 /* Exactly-once delivery of learn data, from the learners' dumps and the

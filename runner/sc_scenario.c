@@ -12,17 +12,31 @@
 #include <string.h>
 
 #include "evt.h"
+#include "fault.h"
 #include "jsonx.h"
+#include "mo_fault.h"
+#include "proto.h"
 #include "sc_jpos.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 #define MAX_ERRORS 50
+
+/* A fault's task name that is not the protocol's: checked against the
+ * coordinator's script once it is parsed. */
+typedef struct {
+    char *path; /* of the "task" member */
+    char *task;
+} pending_task;
 
 typedef struct {
     const char *file;
     sc_jpos *pos;
     xbuf errs;
     int nerr;
+    double time_scale; /* for production-time durations */
+    pending_task *tasks;
+    size_t ntasks;
 } vctx;
 
 static void verr(vctx *v, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -68,22 +82,9 @@ const char *sc_do_name(sc_do d)
     return (unsigned)d < SC_DO_COUNT ? n[d] : "?";
 }
 
-static const struct {
-    const char *short_name, *full;
-} task_names[] = {
-    {"resource", "resource"},
-    {"start", "learner_start_task"},
-    {"get_data", "learner_get_data_task"},
-    {"learn", "learner_learn_task"},
-    {"close", "learner_close_task"},
-};
-
 const char *sc_task_full_name(const char *s)
 {
-    for (size_t i = 0; i < sizeof task_names / sizeof task_names[0]; i++)
-        if (strcmp(s, task_names[i].short_name) == 0 || strcmp(s, task_names[i].full) == 0)
-            return task_names[i].full;
-    return NULL;
+    return proto_task_full_name(s);
 }
 
 const char *sc_scenario_proc_name(const sc_scenario *s, int proc)
@@ -111,28 +112,6 @@ int sc_scenario_group_of(const sc_scenario *s, int learner)
 
 /* ---- typed getters ---- */
 
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64)
-        return 99;
-    size_t d[65][65];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t c = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            if (d[i - 1][j] + 1 < c)
-                c = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < c)
-                c = d[i][j - 1] + 1;
-            d[i][j] = c;
-        }
-    return d[la][lb];
-}
-
 /* Reports every key of obj not in allowed (NULL-terminated). */
 static void check_keys(vctx *v, const cJSON *obj, const char *path, const char *const *allowed)
 {
@@ -144,15 +123,7 @@ static void check_keys(vctx *v, const cJSON *obj, const char *path, const char *
         if (ok)
             continue;
         char *p = jpath(path, it->string);
-        const char *best = NULL;
-        size_t bd = 3;
-        for (size_t i = 0; allowed[i]; i++) {
-            size_t d = edit_distance(it->string, allowed[i]);
-            if (d < bd) {
-                bd = d;
-                best = allowed[i];
-            }
-        }
+        const char *best = suggest_nearest(it->string, allowed, (size_t)-1);
         xbuf keys = {0};
         for (size_t i = 0; allowed[i]; i++)
             xbuf_printf(&keys, "%s%s", i ? ", " : "", allowed[i]);
@@ -198,6 +169,103 @@ static long get_int(vctx *v, const cJSON *obj, const char *path, const char *key
     }
     free(p);
     return r;
+}
+
+bool sc_duration_parse(const char *text, double *ms)
+{
+    static const struct {
+        const char *unit;
+        double ms;
+    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}};
+    double total = 0;
+    const char *p = text;
+    if (!*p)
+        return false;
+    while (*p) {
+        if (!(*p >= '0' && *p <= '9'))
+            return false;
+        double x = 0;
+        while (*p >= '0' && *p <= '9')
+            x = x * 10 + (*p++ - '0');
+        if (*p == '.') {
+            p++;
+            if (!(*p >= '0' && *p <= '9'))
+                return false;
+            double scale = 1;
+            while (*p >= '0' && *p <= '9') {
+                scale *= 10;
+                x += (*p++ - '0') / scale;
+            }
+        }
+        size_t u = 0;
+        size_t n = sizeof units / sizeof units[0];
+        /* "ms" before "m" */
+        while (u < n && strncmp(p, units[u].unit, strlen(units[u].unit)) != 0)
+            u++;
+        if (u == n)
+            return false;
+        p += strlen(units[u].unit);
+        total += x * units[u].ms;
+        if (total > 1e12)
+            return false;
+    }
+    *ms = total;
+    return true;
+}
+
+/* A duration member: an integer of milliseconds as it is, or a string in
+ * production time ("90s", "1.5s", "250ms", "1m", "1m30s") multiplied by
+ * time_scale. Absent -> def; bad -> error, def. */
+static long get_ms(vctx *v, const cJSON *obj, const char *path, const char *key, long min, long max, long def)
+{
+    const cJSON *it = jsonx_get(obj, key);
+    if (!it || !cJSON_IsString(it)) {
+        if (it && !jsonx_is_number(it)) {
+            char *p = jpath(path, key);
+            verr(v, p, "must be a duration (an integer of ms, or production time such as \"90s\"), not %s",
+                 jsonx_type_name(it));
+            free(p);
+            return def;
+        }
+        return get_int(v, obj, path, key, min, max, def);
+    }
+    char *p = jpath(path, key);
+    double ms;
+    long r = def;
+    if (!sc_duration_parse(it->valuestring, &ms)) {
+        verr(v, p, "'%s' is not a duration (write production time as \"90s\", \"1.5s\", \"250ms\", \"1m\", "
+                   "\"1m30s\", or an integer of ms)",
+             it->valuestring);
+    } else {
+        double scaled = ms * v->time_scale;
+        long x = (long)llround(scaled);
+        if (ms > 0 && x == 0)
+            verr(v, p, "'%s' x time_scale %g is %g ms, which rounds to 0; write it in ms", it->valuestring,
+                 v->time_scale, scaled);
+        else if (x < min || x > max)
+            verr(v, p, "'%s' x time_scale %g is %ld ms, not between %ld and %ld", it->valuestring, v->time_scale,
+                 x, min, max);
+        else
+            r = x;
+    }
+    free(p);
+    return r;
+}
+
+/* A wall-clock member of the runner's own (timeout_ms, sample_ms): never
+ * scaled, so a production-time string is refused. */
+static long get_wall_ms(vctx *v, const cJSON *obj, const char *path, const char *key, long min, long max, long def)
+{
+    const cJSON *it = jsonx_get(obj, key);
+    if (it && cJSON_IsString(it)) {
+        char *p = jpath(path, key);
+        verr(v, p, "is wall-clock time, not scaled by time_scale (process start-up does not scale): write an "
+                   "integer of ms, not '%s'",
+             it->valuestring);
+        free(p);
+        return def;
+    }
+    return get_int(v, obj, path, key, min, max, def);
 }
 
 static double get_num(vctx *v, const cJSON *obj, const char *path, const char *key, double min, double max,
@@ -277,6 +345,16 @@ static void free_strs(char **a, size_t n)
     for (size_t i = 0; i < n; i++)
         free(a[i]);
     free(a);
+}
+
+/* A task name in an event or an expectation that is not the protocol's. */
+static void unknown_task(vctx *v, const char *path, const char *name)
+{
+    const char *near = proto_task_suggest(name);
+    if (near)
+        verr(v, path, "unknown task '%s' (did you mean '%s'?)", name, near);
+    else
+        verr(v, path, "unknown task '%s' (resource, start, get_data, learn, close, any)", name);
 }
 
 /* ---- learner and process references ---- */
@@ -360,11 +438,12 @@ static int proc_ref(vctx *v, const sc_scenario *s, const char *t, const char *pa
 /* A fault object's "learner" names a learner of the scenario ("learner5") or
  * an index within its group (2) or "all"; mock_learner numbers the learners
  * of its process from 0, so a global id becomes the index in the group. */
-static void localize_fault(vctx *v, const sc_scenario *s, const sc_group *g, cJSON *fault, const char *path)
+static bool localize_fault(vctx *v, const sc_scenario *s, const sc_group *g, cJSON *fault, const char *path)
 {
     cJSON *lr = jsonx_get(fault, "learner");
     if (!lr)
-        return;
+        return true;
+    int before = v->nerr;
     char *lp = jpath(path, "learner");
     int64_t k;
     if (cJSON_IsString(lr) && strcmp(lr->valuestring, "all") == 0) {
@@ -382,6 +461,101 @@ static void localize_fault(vctx *v, const sc_scenario *s, const sc_group *g, cJS
             cJSON_ReplaceItemInObjectCaseSensitive(fault, "learner", jsonx_new_i64(l - g->first));
     }
     free(lp);
+    return v->nerr == before;
+}
+
+/* Production-time strings in a fault object's durations (the members "ms"
+ * and "*_ms" of both mocks' schemas) become integers of ms, scaled. */
+static void fault_durations(vctx *v, cJSON *fault, const char *path)
+{
+    cJSON *next;
+    for (cJSON *m = fault->child; m; m = next) {
+        next = m->next;
+        size_t n = strlen(m->string);
+        if (!cJSON_IsString(m) || !(strcmp(m->string, "ms") == 0 || (n > 3 && strcmp(m->string + n - 3, "_ms") == 0)))
+            continue;
+        long ms = get_ms(v, fault, path, m->string, 0, FAULT_MAX_MS, -1);
+        if (ms >= 0)
+            cJSON_ReplaceItemInObjectCaseSensitive(fault, m->string, jsonx_new_i64(ms));
+    }
+}
+
+/* A learner fault object (its learner already an index in group g), checked
+ * by mock_learner's own parser: what the mock would refuse is refused here,
+ * with the line. A task name the protocol does not know is checked against
+ * the coordinator's script later (check_fault_tasks). */
+static void check_learner_fault(vctx *v, const sc_group *g, cJSON *fault, const char *path, bool at_start)
+{
+    int before = v->nerr;
+    fault_durations(v, fault, path);
+    if (v->nerr != before)
+        return;
+    fault_error e;
+    if (!fault_check(fault, g->count, "learner", at_start, &e)) {
+        char *p = e.key[0] ? jpath(path, e.key) : xstrdup(path);
+        verr(v, p, "%s", e.msg);
+        free(p);
+        return;
+    }
+    const char *task = jsonx_get_str(fault, "task");
+    if (!task)
+        return;
+    const char *full = proto_task_full_name(task);
+    if (full) {
+        cJSON_ReplaceItemInObjectCaseSensitive(fault, "task", cJSON_CreateString(full));
+        return;
+    }
+    v->tasks = xrealloc(v->tasks, (v->ntasks + 1) * sizeof *v->tasks);
+    v->tasks[v->ntasks].path = jpath(path, "task");
+    v->tasks[v->ntasks].task = xstrdup(task);
+    v->ntasks++;
+}
+
+/* An operator fault object, checked by mock_operator's own parser. */
+static void check_operator_fault(vctx *v, cJSON *fault, const char *path)
+{
+    int before = v->nerr;
+    fault_durations(v, fault, path);
+    if (v->nerr != before)
+        return;
+    mo_fault_error e;
+    if (!mo_fault_check(fault, &e)) {
+        char *p = e.key[0] ? jpath(path, e.key) : xstrdup(path);
+        verr(v, p, "%s", e.msg);
+        free(p);
+    }
+}
+
+/* A fault on a task name of the caller's own must name a task the
+ * coordinator sends, or it can never fire. */
+static void check_fault_tasks(vctx *v, const sc_scenario *s)
+{
+    cJSON *script = s->script ? cJSON_Parse(s->script) : NULL;
+    const cJSON *tasks = jsonx_get(script, "tasks");
+    for (size_t i = 0; i < v->ntasks; i++) {
+        bool sent = false;
+        xbuf names = {0};
+        for (const cJSON *t = tasks ? tasks->child : NULL; t; t = t->next) {
+            const char *n = jsonx_get_str(t, "name");
+            if (!n)
+                continue;
+            sent |= strcmp(n, v->tasks[i].task) == 0;
+            xbuf_printf(&names, "%s%s", names.len ? ", " : "", n);
+        }
+        char *ns = xbuf_take(&names);
+        if (!sent && !s->coordinator)
+            verr(v, v->tasks[i].path, "no task '%s' is sent: the scenario has no coordinator", v->tasks[i].task);
+        else if (!sent && !s->script)
+            verr(v, v->tasks[i].path,
+                 "no task '%s' is sent: the coordinator's rounds send resource, start, get_data, learn, close "
+                 "(learner_*_task)",
+                 v->tasks[i].task);
+        else if (!sent)
+            verr(v, v->tasks[i].path, "no task '%s' is sent: the coordinator's script sends %s", v->tasks[i].task,
+                 ns[0] ? ns : "nothing");
+        free(ns);
+    }
+    cJSON_Delete(script);
 }
 
 /* ---- sections ---- */
@@ -402,7 +576,7 @@ static void parse_timings(vctx *v, sc_scenario *s, const cJSON *root)
     for (int i = 0; i < 6; i++) {
         long scaled = (long)llround((double)defs[i] * s->time_scale);
         if (t && jsonx_get(t, keys[i])) {
-            *outs[i] = get_int(v, t, "timings", keys[i], 1, SC_TIMEOUT_MAX_MS * 10, scaled);
+            *outs[i] = get_ms(v, t, "timings", keys[i], 1, SC_TIMEOUT_MAX_MS * 10, scaled);
             s->timing_given[i] = true;
         } else {
             *outs[i] = scaled;
@@ -474,9 +648,9 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
         gr->first = s->nlearners;
         s->nlearners += gr->count;
         gr->batch_size = (int)get_int(v, g, p, "batch_size", 0, 1000000, 4);
-        gr->learn_time_ms = get_int(v, g, p, "learn_time_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-        gr->heartbeat_span_ms = get_int(v, g, p, "heartbeat_span_ms", 1, SC_TIMEOUT_MAX_MS, 0);
-        gr->start_ms = get_int(v, g, p, "start_ms", 0, SC_TIMEOUT_MAX_MS, -1);
+        gr->learn_time_ms = get_ms(v, g, p, "learn_time_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+        gr->heartbeat_span_ms = get_ms(v, g, p, "heartbeat_span_ms", 1, SC_TIMEOUT_MAX_MS, 0);
+        gr->start_ms = get_ms(v, g, p, "start_ms", 0, SC_TIMEOUT_MAX_MS, -1);
         gr->absent = get_bool(v, g, p, "absent", 0);
         gr->configured = get_bool(v, g, p, "configured", 1);
         if (gr->absent && jsonx_get(g, "start_ms"))
@@ -492,7 +666,8 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
                     char *ep = xasprintf("%s[%zu]", fp, k);
                     if (want_type(v, e, ep, "object")) {
                         cJSON *copy = jsonx_dup(e);
-                        localize_fault(v, s, gr, copy, ep);
+                        if (localize_fault(v, s, gr, copy, ep))
+                            check_learner_fault(v, gr, copy, ep, true);
                         gr->faults[gr->nfaults++] = jsonx_print(copy);
                         cJSON_Delete(copy);
                     }
@@ -541,8 +716,12 @@ static void parse_aggregator(vctx *v, sc_scenario *s, const cJSON *root)
             size_t k = 0;
             for (const cJSON *it = f->child; it; it = it->next, k++) {
                 char *p = xasprintf("operator.faults[%zu]", k);
-                if (want_type(v, it, p, "object"))
-                    s->op_faults[s->nop_faults++] = jsonx_print(it);
+                if (want_type(v, it, p, "object")) {
+                    cJSON *copy = jsonx_dup(it);
+                    check_operator_fault(v, copy, p);
+                    s->op_faults[s->nop_faults++] = jsonx_print(copy);
+                    cJSON_Delete(copy);
+                }
                 free(p);
             }
         }
@@ -565,8 +744,8 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
     s->coordinator = !get_bool(v, c, "coordinator", "absent", 0);
     s->rounds = (int)get_int(v, c, "coordinator", "rounds", 0, 100000, -1);
     s->expect_learners = (int)get_int(v, c, "coordinator", "expect_learners", 0, SC_LEARNERS_MAX, -1);
-    s->coord_start_ms = get_int(v, c, "coordinator", "start_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-    s->coord_deadline_ms = get_int(v, c, "coordinator", "task_deadline_ms", 1, SC_TIMEOUT_MAX_MS, 0);
+    s->coord_start_ms = get_ms(v, c, "coordinator", "start_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+    s->coord_deadline_ms = get_ms(v, c, "coordinator", "task_deadline_ms", 1, SC_TIMEOUT_MAX_MS, 0);
     s->coord_args = get_str_list(v, c, "coordinator", "args", &s->ncoord_args);
     /* the script: a list of tasks, or {"tasks": [...], "stop_on_failure": b}
      * (mock_coordinator's format); short task names become full ones */
@@ -597,6 +776,12 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
                 if (want_type(v, st, p, "object")) {
                     check_keys(v, st, p, tkeys);
                     cJSON *copy = jsonx_dup(st);
+                    const cJSON *dl = jsonx_get(st, "deadline_ms");
+                    if (dl && cJSON_IsString(dl)) {
+                        long ms = get_ms(v, st, p, "deadline_ms", 1, SC_TIMEOUT_MAX_MS, -1);
+                        if (ms > 0)
+                            cJSON_ReplaceItemInObjectCaseSensitive(copy, "deadline_ms", jsonx_new_i64(ms));
+                    }
                     const cJSON *tn = jsonx_get(st, "name");
                     char *tp = jpath(p, "name");
                     if (!tn) {
@@ -608,13 +793,10 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
                         } else {
                             /* unknown names are legitimate (a scenario tests
                              * them), but a near miss is a typo */
-                            static const char *const known[] = {"resource", "learner_start_task",
-                                                                "learner_get_data_task", "learner_learn_task",
-                                                                "learner_close_task"};
-                            for (size_t k = 0; k < 5; k++)
-                                if (edit_distance(tn->valuestring, known[k]) <= 3)
-                                    verr(v, tp, "unknown task name '%s' (did you mean '%s'?)", tn->valuestring,
-                                         known[k]);
+                            const char *near = proto_task_suggest(tn->valuestring);
+                            if (near)
+                                verr(v, tp, "unknown task name '%s' (did you mean '%s'?)", tn->valuestring,
+                                     near);
                         }
                     }
                     free(tp);
@@ -637,8 +819,26 @@ static void parse_coordinator(vctx *v, sc_scenario *s, const cJSON *root)
 static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *path, sc_when *w)
 {
     static const char *const keys[] = {"event", "learner", "task", "nth", "process", "contains", NULL};
-    if (!want_type(v, on, path, "object"))
+    if (!cJSON_IsObject(on)) {
+        /* the shape of the event meant, or of the commonest one */
+        static const struct {
+            const char *event, *shape;
+        } shapes[] = {
+            {"learner_task", "{\"event\": \"learner_task\", \"learner\": \"learner0\", \"task\": \"learn\", \"nth\": 2}"},
+            {"task_sent", "{\"event\": \"task_sent\", \"task\": \"learn\", \"nth\": 2}"},
+            {"task_done", "{\"event\": \"task_done\", \"task\": \"learn\", \"nth\": 1}"},
+            {"log", "{\"event\": \"log\", \"process\": \"aggregator\", \"contains\": \"learner joined\"}"},
+            {"ready", "{\"event\": \"ready\", \"process\": \"aggregator\"}"},
+            {"exit", "{\"event\": \"exit\", \"process\": \"coordinator\"}"},
+        };
+        size_t k = 0;
+        if (cJSON_IsString(on))
+            while (k + 1 < sizeof shapes / sizeof shapes[0] && strcmp(on->valuestring, shapes[k].event) != 0)
+                k++;
+        verr(v, path, "must be an object such as %s, not %s%s%s%s", shapes[k].shape, jsonx_type_name(on),
+             cJSON_IsString(on) ? " '" : "", cJSON_IsString(on) ? on->valuestring : "", cJSON_IsString(on) ? "'" : "");
         return;
+    }
     check_keys(v, on, path, keys);
     char *ev = get_str(v, on, path, "event", true);
     if (!ev)
@@ -670,7 +870,7 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
             if (full)
                 w->task = xstrdup(full);
             else if (strcmp(t->valuestring, "any") != 0)
-                verr(v, tp, "unknown task '%s' (resource, start, get_data, learn, close, any)", t->valuestring);
+                unknown_task(v, tp, t->valuestring);
         }
         free(tp);
     }
@@ -746,14 +946,14 @@ static void parse_actions(vctx *v, sc_scenario *s, const cJSON *root)
             verr(v, p, "missing key 'at_ms' or 'on' (when to act)");
         if (at) {
             ac->when.kind = SC_WHEN_AT;
-            ac->when.at_ms = get_int(v, a, p, "at_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+            ac->when.at_ms = get_ms(v, a, p, "at_ms", 0, SC_TIMEOUT_MAX_MS, 0);
             if (jsonx_get(a, "delay_ms"))
                 verr(v, p, "delay_ms goes with on; add it to at_ms instead");
         } else if (on) {
             char *op = jpath(p, "on");
             parse_when(v, s, on, op, &ac->when);
             free(op);
-            ac->when.delay_ms = get_int(v, a, p, "delay_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+            ac->when.delay_ms = get_ms(v, a, p, "delay_ms", 0, SC_TIMEOUT_MAX_MS, 0);
         }
         char *what = get_str(v, a, p, "do", true);
         char *dp = jpath(p, "do");
@@ -814,14 +1014,21 @@ static void parse_actions(vctx *v, sc_scenario *s, const cJSON *root)
                     cJSON *copy = jsonx_dup(f);
                     if (ac->what == SC_DO_FAULT && ac->proc >= SC_PROC_GROUP0) {
                         const sc_group *g = &s->groups[ac->proc - SC_PROC_GROUP0];
+                        bool ok = true;
                         if (ac->learner >= 0) {
-                            if (jsonx_get(copy, "learner"))
+                            if (jsonx_get(copy, "learner")) {
                                 verr(v, fp, "the target names the learner already; drop \"learner\" here");
-                            else
+                                ok = false;
+                            } else {
                                 cJSON_AddItemToObject(copy, "learner", jsonx_new_i64(ac->learner - g->first));
+                            }
                         } else {
-                            localize_fault(v, s, g, copy, fp);
+                            ok = localize_fault(v, s, g, copy, fp);
                         }
+                        if (ok)
+                            check_learner_fault(v, g, copy, fp, false);
+                    } else if (ac->what == SC_DO_OPERATOR_FAULT) {
+                        check_operator_fault(v, copy, fp);
                     }
                     ac->fault = jsonx_print(copy);
                     cJSON_Delete(copy);
@@ -830,7 +1037,7 @@ static void parse_actions(vctx *v, sc_scenario *s, const cJSON *root)
             } else if (f) {
                 verr(v, p, "only fault and operator_fault take a fault object");
             }
-            ac->duration_ms = get_int(v, a, p, "duration_ms", 1, SC_TIMEOUT_MAX_MS, 0);
+            ac->duration_ms = get_ms(v, a, p, "duration_ms", 1, SC_TIMEOUT_MAX_MS, 0);
             if (jsonx_get(a, "duration_ms") && ac->what != SC_DO_STOP)
                 verr(v, p, "duration_ms goes with stop (cont after that long)");
             const cJSON *ls = jsonx_get(a, "learners");
@@ -918,7 +1125,7 @@ static void parse_expect_tasks(vctx *v, sc_scenario *s, const cJSON *list, const
         free(rp);
         x->result_has = get_str_list(v, t, p, "result_has", &x->nresult_has);
         x->result_lacks = get_str_list(v, t, p, "result_lacks", &x->nresult_lacks);
-        x->latency_max_ms = get_int(v, t, p, "latency_max_ms", 1, SC_TIMEOUT_MAX_MS, 0);
+        x->latency_max_ms = get_ms(v, t, p, "latency_max_ms", 1, SC_TIMEOUT_MAX_MS, 0);
         free(p);
     }
 }
@@ -1065,9 +1272,9 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
                 verr(v, p, "give exactly one of eventually, at_end, never_above, never_below");
             if (kinds == 1 && wx->value > s->nlearners && wx->kind != SC_WS_NEVER_ABOVE)
                 verr(v, p, "world size %d is more than the scenario's %d learners", wx->value, s->nlearners);
-            wx->from_ms = get_int(v, w, p, "from_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-            wx->to_ms = get_int(v, w, p, "to_ms", 0, SC_TIMEOUT_MAX_MS, -1);
-            long by = get_int(v, w, p, "by_ms", 0, SC_TIMEOUT_MAX_MS, -1);
+            wx->from_ms = get_ms(v, w, p, "from_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+            wx->to_ms = get_ms(v, w, p, "to_ms", 0, SC_TIMEOUT_MAX_MS, -1);
+            long by = get_ms(v, w, p, "by_ms", 0, SC_TIMEOUT_MAX_MS, -1);
             if (jsonx_get(w, "by_ms")) {
                 if (wx->kind != SC_WS_EVENTUALLY)
                     verr(v, p, "by_ms goes with eventually (use from_ms/to_ms for a window)");
@@ -1186,7 +1393,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
                 const char *full = sc_task_full_name(t);
                 if (!full && strcmp(t, "any") != 0) {
                     char *tp = jpath(p, "task");
-                    verr(v, tp, "unknown task '%s'", t);
+                    unknown_task(v, tp, t);
                     free(tp);
                 }
                 lx->task = full ? xstrdup(full) : NULL;
@@ -1198,7 +1405,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
                 verr(v, p, "max (%d) is less than min (%d)", lx->max, lx->min);
             if (!jsonx_get(m, "min") && !jsonx_get(m, "max"))
                 verr(v, p, "give min or max (or both)");
-            lx->after_ms = get_int(v, m, p, "after_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+            lx->after_ms = get_ms(v, m, p, "after_ms", 0, SC_TIMEOUT_MAX_MS, 0);
             free(p);
         }
     }
@@ -1237,7 +1444,7 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
 
     const cJSON *op = jsonx_get(x, "operator");
     if (op && want_type(v, op, "expect.operator", "object")) {
-        static const char *const k2[] = {"failed_learners", "requests", NULL};
+        static const char *const k2[] = {"failed_learners", "requests", "max_in_flight", NULL};
         check_keys(v, op, "expect.operator", k2);
         if (!s->k8s)
             verr(v, "expect.operator", "the operator's journal needs k8s mode (\"aggregator\": {\"k8s\": true})");
@@ -1255,11 +1462,12 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
             }
         }
         e->operator_requests = get_str_list(v, op, "expect.operator", "requests", &e->noperator_requests);
+        e->operator_max_in_flight = (int)get_int(v, op, "expect.operator", "max_in_flight", 1, 1000000, 0);
     }
     e->exactly_once = get_bool(v, x, "expect", "exactly_once", 0);
     if (e->exactly_once && !s->coordinator)
         verr(v, "expect.exactly_once", "exactly-once delivery is checked on a coordinator's learn tasks");
-    e->max_duration_ms = get_int(v, x, "expect", "max_duration_ms", 1, SC_TIMEOUT_MAX_MS, 0);
+    e->max_duration_ms = get_ms(v, x, "expect", "max_duration_ms", 1, SC_TIMEOUT_MAX_MS, 0);
     e->aggregator_alive = get_bool(v, x, "expect", "aggregator_alive", -1);
 }
 
@@ -1371,19 +1579,26 @@ sc_scenario *sc_scenario_parse(const char *path, const char *text, size_t len, c
             s->seed = (uint64_t)x;
     }
     s->time_scale = get_num(&v, root, "", "time_scale", 0.0, 10.0, 1.0, NULL);
-    s->timeout_ms = get_int(&v, root, "", "timeout_ms", 100, SC_TIMEOUT_MAX_MS, 30000);
-    s->min_run_ms = get_int(&v, root, "", "min_run_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-    s->sample_ms = get_int(&v, root, "", "sample_ms", 10, 10000, 25);
+    v.time_scale = s->time_scale;
+    s->timeout_ms = get_wall_ms(&v, root, "", "timeout_ms", 100, SC_TIMEOUT_MAX_MS, 30000);
+    s->min_run_ms = get_ms(&v, root, "", "min_run_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+    s->sample_ms = get_wall_ms(&v, root, "", "sample_ms", 10, 10000, 25);
     parse_timings(&v, s, root);
     parse_groups(&v, s, root);
     parse_aggregator(&v, s, root);
     parse_coordinator(&v, s, root);
     parse_actions(&v, s, root);
+    check_fault_tasks(&v, s);
     parse_expect(&v, s, root);
     check_timings(&v, s);
 out:
     cJSON_Delete(root);
     sc_jpos_free(v.pos);
+    for (size_t i = 0; i < v.ntasks; i++) {
+        free(v.tasks[i].path);
+        free(v.tasks[i].task);
+    }
+    free(v.tasks);
     if (v.nerr) {
         if (v.nerr > MAX_ERRORS)
             xbuf_printf(&v.errs, "%s: %d more errors not shown\n", path, v.nerr - MAX_ERRORS);

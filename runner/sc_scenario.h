@@ -6,7 +6,11 @@
  * Times in a scenario are wall-clock milliseconds measured from t = 0, the
  * moment the runner starts the aggregator; protocol timings (heartbeats,
  * retries, deadlines) are the aggregator's defaults multiplied by
- * time_scale, unless "timings" gives them.
+ * time_scale, unless "timings" gives them. A duration may also be written
+ * in production time ("90s", "1.5s", "250ms"): it is multiplied by
+ * time_scale at parse time, so every *_ms field below is wall-clock ms.
+ * Fault objects are checked with the mocks' own parsers (fault_check,
+ * mo_fault_check), so what a mock would refuse is refused here.
  *
  * Ownership: sc_scenario_load()/sc_scenario_parse() return a scenario the
  * caller frees with sc_scenario_free(); everything it points to belongs to
@@ -213,6 +217,8 @@ typedef struct {
     size_t noperator_failed;
     char **operator_requests; /* "METHOD PATH" that must be in the journal */
     size_t noperator_requests;
+    int operator_max_in_flight; /* > 0: at most this many requests were in
+                                   the operator at once (0: unchecked) */
     bool exactly_once;
     long max_duration_ms; /* 0: unchecked */
     int aggregator_alive; /* -1: default (checked unless an action ends it) */
@@ -269,6 +275,10 @@ int sc_scenario_group_of(const sc_scenario *s, int learner);
 /* A task name as written ("learn", "get_data", or the full name) to the full
  * protocol name ("learner_learn_task"); NULL if unknown. Static string. */
 const char *sc_task_full_name(const char *s);
+
+/* A production-time duration ("90s", "1.5s", "250ms", "1m", "2h", "1m30s")
+ * into *ms (unscaled); false if text is not one. */
+bool sc_duration_parse(const char *text, double *ms);
 
 /* Parses text (the contents of path). On errors returns NULL and writes
  * "path:line: message" lines (each ending in '\n') into *errors (heap; the

@@ -36,6 +36,12 @@ if(TARGET runner_core AND TARGET run_scenarios)
            COMMAND run_scenarios --check ${CMAKE_SOURCE_DIR}/scenarios)
   set_tests_properties(test_runner_library_valid PROPERTIES TIMEOUT 30 LABELS runner)
 
+  # invalid fault objects are refused at --check time (exit 2, file:line)
+  add_test(NAME test_runner_check_invalid
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_check_invalid.sh $<TARGET_FILE:run_scenarios>
+                   ${CMAKE_CURRENT_LIST_DIR}/invalid_scenarios/fault_typos.json)
+  set_tests_properties(test_runner_check_invalid PROPERTIES TIMEOUT 30 LABELS runner)
+
   if(PLANT_BUGS)
     foreach(bug merge_drops_key split_off_by_one no_deadline no_retake)
       add_test(NAME test_runner_planted_${bug}

@@ -126,6 +126,97 @@ static void reference_defaults_without_flags(void **state)
     unsetenv("KUBERNETES_SERVER_API_VERSION");
 }
 
+/* The environment DI-orchestrator v0.2.2 gives the aggregator's pod. */
+static void set_pod_env(const char *port)
+{
+    setenv("KUBERNETES_POD_NAMESPACE", "team-a", 1);
+    setenv("KUBERNETES_POD_NAME", "cartpole-aggregator-x7k2p", 1);
+    setenv("KUBERNETES_SERVER_URL", "di-server.di-system:8080", 1);
+    if (port)
+        setenv("AGGREGATOR_PORT", port, 1);
+}
+
+static void clear_pod_env(void)
+{
+    static const char *const names[] = {"KUBERNETES_POD_NAMESPACE", "KUBERNETES_POD_NAME", "KUBERNETES_SERVER_URL",
+                                        "AGGREGATOR_PORT", "KUBERNETES_AGGREGATOR_URL"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unsetenv(names[i]);
+}
+
+static void orchestrator_pod_listens_everywhere_and_advertises_its_service(void **state)
+{
+    (void)state;
+    agg_config c;
+    char err[512];
+    clear_pod_env();
+    set_pod_env("22270");
+    assert_int_equal(run(&c, err, sizeof err, NULL), AGG_CONFIG_OK);
+    assert_true(c.orchestrator_pod);
+    assert_string_equal(c.slave_host, "0.0.0.0");
+    assert_string_equal(c.master_host, "0.0.0.0");
+    assert_int_equal(c.slave_port, 22270);
+    assert_int_equal(c.master_port, 22271);
+    assert_string_equal(c.advertise, "http://cartpole-aggregator-x7k2p.team-a:22271");
+    assert_string_equal(c.k8s_url, "http://di-server.di-system:8080");
+    assert_string_equal(c.k8s_namespace, "team-a");
+    assert_string_equal(c.k8s_name, "cartpole-aggregator-x7k2p");
+    agg_config_free(&c);
+
+    /* KUBERNETES_AGGREGATOR_URL names the host learners reach */
+    struct {
+        const char *url, *want;
+    } urls[] = {
+        {"agg.team-a.svc:22270", "http://agg.team-a.svc:22271"},
+        {"http://10.1.2.3:22270/", "http://10.1.2.3:22271"},
+        {"[fd00::7]:22270", "http://[fd00::7]:22271"},
+        {"agg-only-host", "http://agg-only-host:22271"},
+    };
+    for (size_t i = 0; i < sizeof urls / sizeof urls[0]; i++) {
+        setenv("KUBERNETES_AGGREGATOR_URL", urls[i].url, 1);
+        assert_int_equal(run(&c, err, sizeof err, NULL), AGG_CONFIG_OK);
+        assert_string_equal(c.advertise, urls[i].want);
+        agg_config_free(&c);
+    }
+    setenv("KUBERNETES_AGGREGATOR_URL", "https://agg:1", 1);
+    assert_int_equal(run(&c, err, sizeof err, NULL), AGG_CONFIG_ERROR);
+    assert_non_null(strstr(err, "KUBERNETES_AGGREGATOR_URL: 'https://agg:1' is not host:port"));
+    agg_config_free(&c);
+    unsetenv("KUBERNETES_AGGREGATOR_URL");
+
+    /* flags and the config file still win */
+    assert_int_equal(run(&c, err, sizeof err, "--slave-host", "10.0.0.9", "--master-port", "23000", "--advertise",
+                         "http://me:23000", NULL),
+                     AGG_CONFIG_OK);
+    assert_true(c.orchestrator_pod);
+    assert_string_equal(c.slave_host, "10.0.0.9");
+    assert_string_equal(c.master_host, "0.0.0.0");
+    assert_int_equal(c.master_port, 23000);
+    assert_string_equal(c.advertise, "http://me:23000");
+    agg_config_free(&c);
+    /* a learner-side host given: learners are told that address */
+    assert_int_equal(run(&c, err, sizeof err, "--master-host", "127.0.0.1", NULL), AGG_CONFIG_OK);
+    assert_string_equal(c.slave_host, "0.0.0.0");
+    assert_string_equal(c.master_host, "127.0.0.1");
+    assert_null(c.advertise);
+    agg_config_free(&c);
+    /* port 0: nothing to advertise before listening */
+    assert_int_equal(run(&c, err, sizeof err, "--master-port", "0", NULL), AGG_CONFIG_OK);
+    assert_null(c.advertise);
+    agg_config_free(&c);
+
+    /* without AGGREGATOR_PORT (or any of the others) it is not such a pod */
+    clear_pod_env();
+    set_pod_env(NULL);
+    assert_int_equal(run(&c, err, sizeof err, NULL), AGG_CONFIG_OK);
+    assert_false(c.orchestrator_pod);
+    assert_string_equal(c.slave_host, "127.0.0.1");
+    assert_null(c.advertise);
+    assert_non_null(c.k8s_url);
+    agg_config_free(&c);
+    clear_pod_env();
+}
+
 static void bad_flags_name_the_flag(void **state)
 {
     (void)state;
@@ -164,6 +255,7 @@ int main(void)
         cmocka_unit_test(config_errors_name_the_field),
         cmocka_unit_test(flags_give_learners_ports_and_scaled_timings),
         cmocka_unit_test(reference_defaults_without_flags),
+        cmocka_unit_test(orchestrator_pod_listens_everywhere_and_advertises_its_service),
         cmocka_unit_test(bad_flags_name_the_flag),
     };
     return cmocka_run_group_tests_name("agg_config", tests, NULL, NULL);

@@ -198,6 +198,257 @@ static void every_error_is_reported_at_once(void **state)
     free(errs);
 }
 
+/* Item: fault objects are checked with the mocks' own schema at --check time,
+ * each error at the line of the member, with a "did you mean". */
+static void fault_typos_are_refused_with_line_and_suggestion(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"learners\": [{\"name\": \"a\", \"count\": 2, \"faults\": [\n"
+                           "{\"kind\": \"crash\", \"task\": \"learner_learn_tsak\"},\n"
+                           "{\"kind\": \"crash\",\n \"wehn\": \"during\"},\n"
+                           "{\"kind\": \"crsh\"},\n"
+                           "{\"kind\": \"explode\"},\n"
+                           "{\"kind\": \"delay\", \"when\": \"before\"}]}],\n" MIN_EXPECT "}",
+                           &errs);
+    assert_null(s);
+    assert_string_equal(errs,
+                        "t.json:2: learners[0].faults[0].task: unknown task 'learner_learn_tsak' (did you mean "
+                        "'learner_learn_task'?)\n"
+                        "t.json:4: learners[0].faults[1].wehn: unknown key for kind crash (did you mean 'when'?)\n"
+                        "t.json:5: learners[0].faults[2].kind: unknown kind 'crsh' (did you mean 'crash'?)\n"
+                        "t.json:6: learners[0].faults[3].kind: unknown kind 'explode' (known: slow_join, refuse, "
+                        "fail, crash, die, hang, delay, error_status, malformed, truncated, no_heartbeat, drop, "
+                        "bad_result, wrong_batch)\n"
+                        "t.json:7: learners[0].faults[4].when: not a key of kind delay but of crash (allowed here: "
+                        "learner, kind, optional, task, at, times, prob, ms)\n");
+    free(errs);
+}
+
+static void fault_in_an_action_is_checked_as_the_control_api_would(void **state)
+{
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"at_ms\": 5, \"do\": "
+                 "\"fault\", \"target\": \"a\",\n\"fault\": {\"kind\": \"slow_join\"}}], " MIN_EXPECT "}",
+                 "t.json:3: actions[0].fault.kind: slow_join works only with --fault at start-up");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"at_ms\": 5, \"do\": "
+                 "\"fault\", \"target\": \"learner0\",\n\"fault\": {\"kind\": \"refuse\", \"task\": \"learn\"}}], "
+                 MIN_EXPECT "}",
+                 "t.json:3: actions[0].fault.task: kind refuse takes no task trigger");
+}
+
+static void operator_fault_typos_are_refused(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"aggregator\": {\"k8s\": true},\n"
+                           "\"operator\": {\"faults\": [{\"kind\": \"error_stauts\"}]},\n"
+                           "\"actions\": [{\"at_ms\": 5, \"do\": \"operator_fault\", \"fault\":\n"
+                           "{\"kind\": \"delay\", \"delay_ms\": 5, \"cuont\": 2}}], " MIN_EXPECT "}",
+                           &errs);
+    assert_null(s);
+    assert_string_equal(errs,
+                        "t.json:2: operator.faults[0].kind: fault kind \"error_stauts\" is unknown (did you mean "
+                        "'error_status'?)\n"
+                        "t.json:4: actions[0].fault.cuont: unknown fault field \"cuont\" (did you mean 'count'?)\n");
+    free(errs);
+}
+
+/* Short task names are accepted everywhere: in faults as in events and
+ * expectations; the runner passes the full name on. */
+static void short_task_name_in_a_fault_is_the_full_name(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"learners\": [{\"faults\": [{\"kind\": \"crash\", \"task\": "
+                           "\"learn\"}]}],"
+                           "\"actions\": [{\"on\": {\"event\": \"learner_task\", \"task\": \"learn\"}, \"do\": "
+                           "\"fault\", \"target\": \"learner0\", \"fault\": {\"kind\": \"hang\", \"task\": "
+                           "\"get_data\"}}],"
+                           "\"expect\": {\"learner_tasks\": [{\"learner\": 0, \"task\": \"learn\", \"min\": 1}]}}",
+                           &errs);
+    assert_non_null(s);
+    assert_string_equal(s->groups[0].faults[0], "{\"kind\":\"crash\",\"task\":\"learner_learn_task\"}");
+    assert_string_equal(s->actions[0].fault, "{\"kind\":\"hang\",\"task\":\"learner_get_data_task\",\"learner\":0}");
+    assert_string_equal(s->actions[0].when.task, "learner_learn_task");
+    assert_string_equal(s->expect.learner_tasks[0].task, "learner_learn_task");
+    sc_scenario_free(s);
+}
+
+static void task_typos_in_events_and_expectations_get_a_suggestion(void **state)
+{
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"on\": {\"event\": "
+                 "\"learner_task\", \"task\": \"lern\"}, \"do\": \"kill\", \"target\": \"a\"}], " MIN_EXPECT "}",
+                 "t.json:2: actions[0].on.task: unknown task 'lern' (did you mean 'learner_learn_task'?)");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"expect\": {\"learner_tasks\": "
+                 "[{\"learner\": 0, \"task\": \"learner_get_dat_task\", \"min\": 1}]}}",
+                 "t.json:2: expect.learner_tasks[0].task: unknown task 'learner_get_dat_task' (did you mean "
+                 "'learner_get_data_task'?)");
+}
+
+static void fault_on_a_task_nobody_sends_is_refused(void **state)
+{
+    refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"fail\", \"task\": "
+                 "\"my_task\"}]}], " MIN_EXPECT "}",
+                 "t.json:2: learners[0].faults[0].task: no task 'my_task' is sent: the coordinator's rounds send "
+                 "resource, start, get_data, learn, close (learner_*_task)");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"fail\", \"task\": "
+                 "\"my_task\"}]}], \"coordinator\": {\"script\": [{\"name\": \"resource\"}, {\"name\": "
+                 "\"other_task\"}]}, " MIN_EXPECT "}",
+                 "t.json:2: learners[0].faults[0].task: no task 'my_task' is sent: the coordinator's script sends "
+                 "resource, other_task");
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"learners\": [{\"faults\": [{\"kind\": \"fail\", \"task\": "
+                           "\"my_task\"}]}], \"coordinator\": {\"script\": [{\"name\": \"my_task\"}]}, " MIN_EXPECT "}",
+                           &errs);
+    assert_non_null(s);
+    sc_scenario_free(s);
+}
+
+/* "at": 2, "times": 3 and "optional" are part of the schema; their ranges
+ * are the mock's. */
+static void times_and_optional_are_in_the_schema(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"learners\": [{\"faults\": [{\"kind\": \"fail\", \"task\": "
+                           "\"learn\", \"at\": 2, \"times\": 3}, {\"kind\": \"fail\", \"prob\": 0.5, \"optional\": "
+                           "true}]}], \"aggregator\": {\"k8s\": true}, \"operator\": {\"faults\": [{\"kind\": "
+                           "\"garbage\", \"count\": 1, \"optional\": true}]}, " MIN_EXPECT "}",
+                           &errs);
+    assert_non_null(s);
+    sc_scenario_free(s);
+    refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"fail\", \"times\": 0}]}], "
+                 MIN_EXPECT "}",
+                 "t.json:2: learners[0].faults[0].times: must be an integer in 1..1000000000, not 0");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"fail\", \"optional\": 1}]}], "
+                 MIN_EXPECT "}",
+                 "t.json:2: learners[0].faults[0].optional: must be true or false, not number");
+}
+
+static void error_status_takes_a_protocol_code(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"learners\": [{\"faults\": [{\"kind\": \"error_status\", "
+                           "\"code\": 601}]}], " MIN_EXPECT "}",
+                           &errs);
+    assert_non_null(s);
+    sc_scenario_free(s);
+    refused_with("{\"description\": \"d\", \"learners\": [{\"faults\": [\n{\"kind\": \"error_status\", \"code\": "
+                 "500}]}], " MIN_EXPECT "}",
+                 "t.json:2: learners[0].faults[0].code: must be a code a slave answers with (101, 201, 202, 301, "
+                 "302, 401, 402, 501, 502, 503, 504, 601, 602), not 500");
+}
+
+/* Item 12: production time. */
+static void durations_parse_in_production_time(void **state)
+{
+    double ms;
+    assert_true(sc_duration_parse("90s", &ms) && ms == 90000);
+    assert_true(sc_duration_parse("1m", &ms) && ms == 60000);
+    assert_true(sc_duration_parse("250ms", &ms) && ms == 250);
+    assert_true(sc_duration_parse("1.5s", &ms) && ms == 1500);
+    assert_true(sc_duration_parse("1m30s", &ms) && ms == 90000);
+    assert_true(sc_duration_parse("2h", &ms) && ms == 7200000);
+    assert_false(sc_duration_parse("", &ms));
+    assert_false(sc_duration_parse("90", &ms));
+    assert_false(sc_duration_parse("1.5 s", &ms));
+    assert_false(sc_duration_parse("s", &ms));
+    assert_false(sc_duration_parse("-1s", &ms));
+    assert_false(sc_duration_parse("1.s", &ms));
+    assert_false(sc_duration_parse("3d", &ms));
+}
+
+static void production_time_strings_are_scaled_and_integers_are_not(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"time_scale\": 0.01, \"min_run_ms\": \"90s\",\n"
+                           "\"timings\": {\"task_deadline_ms\": \"1m\", \"max_retry_ms\": 700},\n"
+                           "\"learners\": [{\"name\": \"a\", \"learn_time_ms\": \"1.5s\", \"start_ms\": 40, "
+                           "\"faults\": [{\"kind\": \"delay\", \"ms\": \"250ms\"}]}],\n"
+                           "\"aggregator\": {\"k8s\": true}, \"operator\": {\"faults\": [{\"kind\": \"delay\", "
+                           "\"delay_ms\": \"15s\"}]},\n"
+                           "\"coordinator\": {\"absent\": true},\n"
+                           "\"actions\": [{\"at_ms\": \"20s\", \"do\": \"stop\", \"target\": \"a\", \"duration_ms\": "
+                           "\"4s\"}],\n"
+                           "\"expect\": {\"world_size\": [{\"eventually\": 1, \"by_ms\": \"30s\"}]}}",
+                           &errs);
+    if (!s)
+        fail_msg("%s", errs);
+    assert_int_equal(s->min_run_ms, 900);
+    assert_int_equal(s->task_deadline_ms, 600);
+    assert_int_equal(s->max_retry_ms, 700);
+    assert_int_equal(s->groups[0].learn_time_ms, 15);
+    assert_int_equal(s->groups[0].start_ms, 40);
+    assert_string_equal(s->groups[0].faults[0], "{\"kind\":\"delay\",\"ms\":3}");
+    assert_string_equal(s->op_faults[0], "{\"kind\":\"delay\",\"delay_ms\":150}");
+    assert_int_equal(s->actions[0].when.at_ms, 200);
+    assert_int_equal(s->actions[0].duration_ms, 40);
+    assert_int_equal(s->expect.world[0].to_ms, 300);
+    sc_scenario_free(s);
+}
+
+static void script_deadlines_take_production_time(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"time_scale\": 0.01, \"coordinator\": {\"script\": "
+                           "[{\"name\": \"learn\", \"deadline_ms\": \"5m\"}, {\"name\": \"close\", \"deadline_ms\": 70}]}, "
+                           MIN_EXPECT "}",
+                           &errs);
+    if (!s)
+        fail_msg("%s", errs);
+    assert_string_equal(s->script, "{\"tasks\":[{\"name\":\"learner_learn_task\",\"deadline_ms\":3000},"
+                                   "{\"name\":\"learner_close_task\",\"deadline_ms\":70}]}");
+    sc_scenario_free(s);
+}
+
+static void bad_durations_are_refused_with_their_line(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"time_scale\": 0.01,\n"
+                           "\"timeout_ms\": \"10s\",\n"
+                           "\"learners\": [{\"name\": \"a\",\n\"learn_time_ms\": \"1.5 s\",\n"
+                           "\"faults\": [{\"kind\": \"drop\", \"back_after_ms\": \"10ms\"}]}],\n"
+                           "\"actions\": [{\"at_ms\": true, \"do\": \"kill\", \"target\": \"a\"}],\n" MIN_EXPECT "}",
+                           &errs);
+    assert_null(s);
+    assert_string_equal(errs,
+                        "t.json:2: timeout_ms: is wall-clock time, not scaled by time_scale (process start-up does "
+                        "not scale): write an integer of ms, not '10s'\n"
+                        "t.json:4: learners[0].learn_time_ms: '1.5 s' is not a duration (write production time as "
+                        "\"90s\", \"1.5s\", \"250ms\", \"1m\", \"1m30s\", or an integer of ms)\n"
+                        "t.json:5: learners[0].faults[0].back_after_ms: '10ms' x time_scale 0.01 is 0.1 ms, which "
+                        "rounds to 0; write it in ms\n"
+                        "t.json:6: actions[0].at_ms: must be a duration (an integer of ms, or production time such "
+                        "as \"90s\"), not bool\n");
+    free(errs);
+}
+
+/* Item 13: an event trigger given as a name shows the shape it needs. */
+static void event_as_a_string_shows_the_expected_shape(void **state)
+{
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"on\": "
+                 "\"learner_task\", \"do\": \"kill\", \"target\": \"a\"}], " MIN_EXPECT "}",
+                 "t.json:2: actions[0].on: must be an object such as {\"event\": \"learner_task\", \"learner\": "
+                 "\"learner0\", \"task\": \"learn\", \"nth\": 2}, not string 'learner_task'");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"on\": "
+                 "\"task_done\", \"do\": \"kill\", \"target\": \"a\"}], " MIN_EXPECT "}",
+                 "t.json:2: actions[0].on: must be an object such as {\"event\": \"task_done\", \"task\": \"learn\", "
+                 "\"nth\": 1}, not string 'task_done'");
+    refused_with("{\"description\": \"d\", \"learners\": [{\"name\": \"a\"}],\n\"actions\": [{\"on\": 3, \"do\": "
+                 "\"kill\", \"target\": \"a\"}], " MIN_EXPECT "}",
+                 "t.json:2: actions[0].on: must be an object such as {\"event\": \"learner_task\"");
+}
+
+static void operator_max_in_flight_is_an_expectation(void **state)
+{
+    char *errs;
+    sc_scenario *s = parse("{\"description\": \"d\", \"aggregator\": {\"k8s\": true}, \"expect\": {\"operator\": "
+                           "{\"max_in_flight\": 1}}}",
+                           &errs);
+    assert_non_null(s);
+    assert_int_equal(s->expect.operator_max_in_flight, 1);
+    sc_scenario_free(s);
+    refused_with("{\"description\": \"d\", \"aggregator\": {\"k8s\": true}, \"expect\": {\"operator\":\n"
+                 "{\"max_in_fligth\": 1}}}",
+                 "t.json:2: expect.operator.max_in_fligth: unknown key (did you mean 'max_in_flight'?)");
+}
+
 static void prometheus_values_are_read_by_name_and_labels(void **state)
 {
     const char *text = "# HELP x\ndilearn_learners_connected 4\n"
@@ -245,6 +496,20 @@ int main(void)
         cmocka_unit_test(missing_expect_is_refused),
         cmocka_unit_test(operator_action_needs_k8s_mode),
         cmocka_unit_test(every_error_is_reported_at_once),
+        cmocka_unit_test(fault_typos_are_refused_with_line_and_suggestion),
+        cmocka_unit_test(fault_in_an_action_is_checked_as_the_control_api_would),
+        cmocka_unit_test(operator_fault_typos_are_refused),
+        cmocka_unit_test(short_task_name_in_a_fault_is_the_full_name),
+        cmocka_unit_test(task_typos_in_events_and_expectations_get_a_suggestion),
+        cmocka_unit_test(fault_on_a_task_nobody_sends_is_refused),
+        cmocka_unit_test(times_and_optional_are_in_the_schema),
+        cmocka_unit_test(error_status_takes_a_protocol_code),
+        cmocka_unit_test(durations_parse_in_production_time),
+        cmocka_unit_test(production_time_strings_are_scaled_and_integers_are_not),
+        cmocka_unit_test(script_deadlines_take_production_time),
+        cmocka_unit_test(bad_durations_are_refused_with_their_line),
+        cmocka_unit_test(event_as_a_string_shows_the_expected_shape),
+        cmocka_unit_test(operator_max_in_flight_is_an_expectation),
         cmocka_unit_test(prometheus_values_are_read_by_name_and_labels),
         cmocka_unit_test(xml_escaping_covers_markup_and_control_characters),
     };
