@@ -400,6 +400,34 @@ static void on_event_line(sc_run *r, rproc *rp, const char *line, size_t len)
     evt_record_free(&e);
 }
 
+void sr_split_lines(xbuf *part, const char *buf, size_t n, void (*line)(void *ud, const char *s, size_t len),
+                    void *ud)
+{
+    size_t off = 0;
+    while (off < n) {
+        const char *nl = memchr(buf + off, '\n', n - off);
+        if (!nl) { /* a partial last line: kept until its newline */
+            xbuf_append(part, buf + off, n - off);
+            return;
+        }
+        size_t take = (size_t)(nl - (buf + off));
+        if (part->len) {
+            xbuf_append(part, buf + off, take);
+            line(ud, part->data, part->len);
+            part->len = 0;
+        } else {
+            line(ud, buf + off, take);
+        }
+        off += take + 1;
+    }
+}
+
+static void on_file_line(void *ud, const char *s, size_t len)
+{
+    rproc *rp = ud;
+    on_event_line(rp->run, rp, s, len);
+}
+
 void sr_events_drain(sc_run *r, int idx)
 {
     rproc *rp = &r->procs[idx];
@@ -417,23 +445,7 @@ void sr_events_drain(sc_run *r, int idx)
             continue;
         if (n <= 0)
             break;
-        size_t off = 0;
-        while (off < (size_t)n) {
-            const char *nl = memchr(buf + off, '\n', (size_t)n - off);
-            size_t take = nl ? (size_t)(nl - (buf + off)) : (size_t)n - off;
-            if (!nl) { /* a partial last line: kept until its newline */
-                xbuf_append(&rp->ev_part, buf + off, take);
-                break;
-            }
-            if (rp->ev_part.len) {
-                xbuf_append(&rp->ev_part, buf + off, take);
-                on_event_line(r, rp, rp->ev_part.data, rp->ev_part.len);
-                rp->ev_part.len = 0;
-            } else {
-                on_event_line(r, rp, buf + off, take);
-            }
-            off += take + 1;
-        }
+        sr_split_lines(&rp->ev_part, buf, (size_t)n, on_file_line, rp);
     }
 }
 

@@ -333,6 +333,9 @@ void sr_on_exit(void *ud, sc_proc *p, int status)
     sc_describe_status(status, how, sizeof how);
     sr_log(r, "%s %s", name, how);
     sr_events_drain(r, idx); /* what it wrote before it ended comes first */
+    if (rp->ev_part.len) /* it ended in the middle of a line */
+        sr_check(r, false, 0, "every event line is valid", "%s:%ld: the last line is cut short (%zu bytes, no newline)",
+                 rp->ev_path, rp->ev_line + 1, rp->ev_part.len);
     if (r->ph >= PH_STOPPING) {
         /* the aggregator must leave cleanly on SIGTERM */
         if (idx == SC_PROC_AGG && rp->teardown && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))

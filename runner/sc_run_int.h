@@ -174,6 +174,10 @@ void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len);
 /* Watches the run folder for the processes' events files; 0 or -1 (the
  * run fails). */
 int sr_events_watch(sc_run *r);
+/* Cuts n bytes read from a file into lines: each complete line (without
+ * its newline) to line(); a partial last line waits in part for the rest. */
+void sr_split_lines(xbuf *part, const char *buf, size_t n, void (*line)(void *ud, const char *s, size_t len),
+                    void *ud);
 /* Reads what a process's events file holds now (every complete line). */
 void sr_events_drain(sc_run *r, int idx);
 void sr_events_drain_all(sc_run *r);

@@ -128,4 +128,18 @@ chmod +x "$OUT/bad/mock_learner"
 "$RS" --quiet --mock-learner "$OUT/bad/mock_learner" --out "$OUT/o2" "$OUT/sc/crash_first_learn.json" > "$OUT/log" 2>&1 &&
   fail "a run with a bad event line passed"
 grep -q "events.jsonl:[0-9]*: unknown event \"task_recieved\"" "$OUT/log" || fail "the bad line is not named with file:line"
+# a process that ends in the middle of a line: red, with the file and line
+cat > "$OUT/bad/cut_learner" <<S
+#!/bin/sh
+ev=; prev=
+for a in "\$@"; do [ "\$prev" = --events ] && ev=\$a; prev=\$a; done
+"$ML" "\$@"
+rc=\$?
+printf '{"event": "task_rec' >> "\$ev"
+exit \$rc
+S
+chmod +x "$OUT/bad/cut_learner"
+"$RS" --quiet --mock-learner "$OUT/bad/cut_learner" --out "$OUT/o3" "$OUT/sc/crash_first_learn.json" > "$OUT/log" 2>&1 &&
+  fail "a run with a cut-short event line passed"
+grep -q "b.events.jsonl:[0-9]*: the last line is cut short" "$OUT/log" || fail "the cut-short line is not named with file:line"
 echo "1 passed, 0 failed"
