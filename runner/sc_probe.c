@@ -125,8 +125,8 @@ static hc_req *probe(sc_run *r, int port, const char *path, hc_cb cb)
 static bool signalled_running(const sc_run *r)
 {
     for (size_t i = 0; i < r->nprocs; i++)
-        if (r->procs[i].runner_signal && !r->procs[i].teardown && sc_proc_running(r->procs[i].p) &&
-            !r->procs[i].restart_pending)
+        if (r->procs[i].runner_signal && !r->procs[i].teardown &&
+            (sc_proc_running(r->procs[i].p) || sc_proc_exit_pending(r->procs[i].p)) && !r->procs[i].restart_pending)
             return true;
     return false;
 }
