@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One entry point for people and CI. Works as root on a fresh Debian 12.
-#   ./do run        install what is missing, build, run the scenario library
-#                   (summary on stdout, reports in out/)
-#   ./do test       install what is missing, build, run every test (ctest)
+#   ./do run        install what building and running need, build (without the
+#                   tests), run the scenario library (summary on stdout,
+#                   reports in out/)
+#   ./do test       install what the tests need too, build, run every test (ctest)
 #   ./do test-asan  the same under ASan+UBSan (build-asan/)
 #   ./do test-tsan  the tests that use threads under TSan (ci/tsan.sh)
 #   ./do valgrind   end-to-end tests under valgrind memcheck (ci/valgrind.sh)
@@ -12,21 +13,37 @@
 #   ./do bench      every benchmark (bench/run_all.sh; docs/benchmarks.md)
 #   ./do test-planted  the scenario library against each bug planted in the
 #                   aggregator (build-planted/, -DPLANT_BUGS=ON)
-#   ./do build      install and build only
+#   ./do build      install and build only (without the tests)
 #   ./do image      the OCI image of the aggregator and the mocks (deploy/, kept
 #                   in build-image/), imported into podman or docker if one answers
+# Each command installs the Debian packages it needs (as root) and shows
+# apt's progress.
 set -euo pipefail
 cd "$(dirname "$0")"
+# The comment block above, without its "# " (./do help).
+usage() { sed -n '2,/^set -euo/{/^#/s/^# \{0,1\}//p}' "$0"; }
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 
-PKGS=(gcc make cmake pkg-config curl libcurl4-openssl-dev libcjson-dev libcmocka-dev
-      chromium valgrind clang libclang-rt-14-dev clang-tidy cppcheck procps
-      debootstrap python3-yaml python3-jsonschema)
+# What each command needs from Debian, one list per purpose: adding a
+# package is a one-line edit of the list that needs it.
+#   building and running: compiler, CMake, pkg-config, the libraries
+BUILD_PKGS=(gcc make cmake pkg-config libcjson-dev libmicrohttpd-dev)
+#   the tests (ctest): cmocka for the units, libcurl for test_mock_operator's
+#   independent client, curl and procps in end-to-end tests, xmllint for the
+#   JUnit schema, Chromium for the HTML report, debootstrap for the image's
+#   tests, python3-yaml and python3-jsonschema for the Kubernetes manifests
+TEST_PKGS=(libcmocka-dev libcurl4-openssl-dev curl procps libxml2-utils chromium)
+TEST_PKGS+=(debootstrap python3-yaml python3-jsonschema)
+IMAGE_PKGS=(debootstrap)
+VALGRIND_PKGS=(valgrind)
+FUZZ_PKGS=(clang libclang-rt-14-dev)
+STATIC_PKGS=(cppcheck clang-tidy)
+SOAK_PKGS=(procps)
 
-install_deps() {
+install_deps() { # install_deps PKG... : installs the missing ones
     local missing=()
-    for p in "${PKGS[@]}"; do
+    for p in "$@"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     if [ ${#missing[@]} -gt 0 ]; then
@@ -36,8 +53,10 @@ install_deps() {
             exit 2
         fi
         export DEBIAN_FRONTEND=noninteractive
-        apt-get update -q >/dev/null
-        apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+        # apt's own progress is shown: a minute of downloads is not a hang
+        apt-get update
+        apt-get install -y --no-install-recommends "${missing[@]}"
+        echo "== installed: ${missing[*]}"
     fi
 }
 
@@ -56,74 +75,80 @@ run_tests() { # DIR [ctest args...]
 
 main_job() {
     mkdir -p out
+    # the runner removes old reports itself; this also covers a runner that
+    # could not start
+    rm -f out/junit.xml out/report.html
     local rc=0
     build/runner/run_scenarios -j "$JOBS" --junit out/junit.xml --html out/report.html scenarios/ || rc=$?
-    echo "reports: $ROOT/out/junit.xml $ROOT/out/report.html"
+    local f
+    for f in out/junit.xml out/report.html; do
+        if [ -s "$f" ]; then echo "report: $ROOT/$f"; else echo "no report $ROOT/$f (the runner exited $rc)"; fi
+    done
     return $rc
 }
 
 cmd=${1:-run}
 case "$cmd" in
 run)
-    install_deps
-    build build -DWERROR=ON
+    install_deps "${BUILD_PKGS[@]}"
+    build build -DWERROR=ON -DBUILD_TESTING=OFF
     main_job
     ;;
 build)
-    install_deps
-    build build -DWERROR=ON
+    install_deps "${BUILD_PKGS[@]}"
+    build build -DWERROR=ON -DBUILD_TESTING=OFF
     ;;
 test)
-    install_deps
-    build build -DWERROR=ON
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
+    build build -DWERROR=ON -DBUILD_TESTING=ON
     run_tests build
     ;;
 test-asan)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
     build build-asan -DWERROR=ON -DSANITIZE=address
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 run_tests build-asan
     ;;
 test-tsan)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
     ci/tsan.sh
     ;;
 valgrind)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${VALGRIND_PKGS[@]}"
     ci/valgrind.sh "${@:2}"
     ;;
 fuzz)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${FUZZ_PKGS[@]}"
     if [ -n "${2:-}" ]; then ci/fuzz.sh --seconds-per-target "$2"; else ci/fuzz.sh; fi
     ;;
 soak)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${SOAK_PKGS[@]}"
     if [ -n "${2:-}" ]; then ci/soak.sh --rounds "$2"; else ci/soak.sh; fi
     ;;
 static)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}" "${STATIC_PKGS[@]}"
     ci/static-analysis.sh
     ;;
 bench)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}"
     bench/run_all.sh
     ;;
 test-planted)
-    install_deps
+    install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
     build build-planted -DWERROR=ON -DPLANT_BUGS=ON
     run_tests build-planted -L planted
     ;;
 image)
-    install_deps
-    build build -DWERROR=ON
+    install_deps "${BUILD_PKGS[@]}" "${IMAGE_PKGS[@]}"
+    build build -DWERROR=ON -DBUILD_TESTING=OFF
     deploy/build-image.sh build build-image
     deploy/import-image.sh build-image
     ;;
 help | -h | --help)
-    sed -n '2,17p' "$0"
+    usage
     ;;
 *)
     echo "unknown command '$cmd'; the commands:" >&2
-    sed -n '2,17p' "$0"
+    usage >&2
     exit 2
     ;;
 esac

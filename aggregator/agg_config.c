@@ -5,11 +5,16 @@
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jpos.h"
 #include "jsonx.h"
+#include "slave.h"
+#include "suggest.h"
 #include "xalloc.h"
 
 #define MAX_CONFIG_BYTES (16u << 20)
@@ -52,6 +57,7 @@ void agg_config_free(agg_config *cfg)
     free(cfg->k8s_name);
     free(cfg->k8s_api);
     free(cfg->events_path);
+    slave_allow_free(cfg->allow_master);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -97,31 +103,121 @@ static int json_port(const cJSON *v, bool allow_zero, int *out)
     return 0;
 }
 
-static int parse_endpoint(agg_config *cfg, const cJSON *obj, const char *key, char **host, int *port, char *err,
-                          size_t errlen, const char *where)
+/* ---- the config file ---- */
+
+/* Keys of the file. DI-engine's launcher also writes "node" and
+ * "partition" (Slurm placement) into an aggregator's config: they are not
+ * ours and are accepted and ignored. */
+static const char *const top_keys[] = {"master", "slave", "learner", "node", "partition", NULL};
+static const char *const endpoint_keys[] = {"host", "port", NULL};
+
+/* Where the JSON text came from, for messages "where:line: ...". */
+typedef struct {
+    const char *text;
+    size_t len;
+    const char *where;
+    jpos *pos;
+    char *err;
+    size_t errlen;
+} jctx;
+
+static void jerr(jctx *x, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void jerr(jctx *x, const char *path, const char *fmt, ...)
 {
-    (void)cfg;
+    if (!x->pos)
+        x->pos = jpos_scan(x->text, x->len);
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    snprintf(x->err, x->errlen, "%s:%d: %s", x->where, jpos_line(x->pos, path), msg);
+}
+
+/* An unknown key at path ("" for the top, else "master"...): the message
+ * names it, the nearest known key and every known one. */
+static void unknown_key(jctx *x, const char *path, const char *key, const char *const *known)
+{
+    char *full = path[0] ? xasprintf("%s.%s", path, key) : xstrdup(key);
+    const char *near = suggest_nearest(key, known, (size_t)-1);
+    xbuf k = {0};
+    for (size_t i = 0; known[i]; i++)
+        xbuf_printf(&k, "%s%s", i ? ", " : "", known[i]);
+    char hint[160] = "";
+    if (near)
+        snprintf(hint, sizeof hint, " (did you mean \"%s%s%s\"?)", path, path[0] ? "." : "", near);
+    jerr(x, full, "unknown field \"%.100s\"%s; known fields %s%s%s: %s", full, hint, path[0] ? "of \"" : "at the top",
+         path, path[0] ? "\"" : "", k.data);
+    xbuf_free(&k);
+    free(full);
+}
+
+static bool known_key(const char *key, const char *const *known)
+{
+    for (size_t i = 0; known[i]; i++)
+        if (strcmp(key, known[i]) == 0)
+            return true;
+    return false;
+}
+
+static int parse_endpoint(jctx *x, const cJSON *obj, const char *key, char **host, int *port)
+{
     if (!cJSON_IsObject(obj)) {
-        snprintf(err, errlen, "%s: field \"%s\" must be an object {\"host\": ..., \"port\": ...}, not a %s", where, key,
-                 jsonx_type_name(obj));
+        jerr(x, key, "field \"%s\" must be an object {\"host\": ..., \"port\": ...}, not a %s", key,
+             jsonx_type_name(obj));
         return -1;
     }
     for (const cJSON *m = obj->child; m; m = m->next) {
+        char path[64];
+        snprintf(path, sizeof path, "%s.%.40s", key, m->string);
         if (strcmp(m->string, "host") == 0) {
             if (!cJSON_IsString(m) || !m->valuestring[0]) {
-                snprintf(err, errlen, "%s: field \"%s.host\" must be a non-empty string", where, key);
+                jerr(x, path, "field \"%s.host\" must be a non-empty string", key);
                 return -1;
             }
             set_str(host, m->valuestring);
         } else if (strcmp(m->string, "port") == 0) {
             if (json_port(m, true, port) < 0) {
-                snprintf(err, errlen, "%s: field \"%s.port\" must be an integer from 0 to 65535", where, key);
+                jerr(x, path, "field \"%s.port\" must be an integer from 0 to 65535", key);
                 return -1;
             }
         } else {
-            snprintf(err, errlen, "%s: unknown field \"%s.%s\" (known: host, port)", where, key, m->string);
+            unknown_key(x, key, m->string, endpoint_keys);
             return -1;
         }
+    }
+    return 0;
+}
+
+static int parse_learners(jctx *x, agg_config *cfg, const cJSON *m)
+{
+    if (!cJSON_IsObject(m)) {
+        jerr(x, "learner", "field \"learner\" must be an object of [id, host, port] lists, not a %s",
+             jsonx_type_name(m));
+        return -1;
+    }
+    /* The keys are the learners' names in DI-engine's config: any text. */
+    for (const cJSON *l = m->child; l; l = l->next) {
+        char *path = xasprintf("learner.%s", l->string);
+        const cJSON *id = cJSON_GetArrayItem(l, 0), *host = cJSON_GetArrayItem(l, 1);
+        const cJSON *port = cJSON_GetArrayItem(l, 2);
+        int p, rc = -1;
+        char e2[200];
+        if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 3)
+            jerr(x, path, "field \"learner.%.100s\" must be a list [id, host, port]", l->string);
+        else if (!cJSON_IsString(id) || !id->valuestring[0])
+            jerr(x, path, "field \"learner.%.100s\"[0] (id) must be a non-empty string", l->string);
+        else if (!cJSON_IsString(host) || !host->valuestring[0])
+            jerr(x, path, "field \"learner.%.100s\"[1] (host) must be a non-empty string", l->string);
+        else if (json_port(port, false, &p) < 0)
+            jerr(x, path, "field \"learner.%.100s\"[2] (port) must be an integer from 1 to 65535", l->string);
+        else if (agg_config_add_learner(cfg, id->valuestring, host->valuestring, p, e2, sizeof e2) < 0)
+            jerr(x, path, "field \"learner.%.100s\": %s", l->string, e2);
+        else
+            rc = 0;
+        free(path);
+        if (rc < 0)
+            return -1;
     }
     return 0;
 }
@@ -134,59 +230,39 @@ int agg_config_parse_json(agg_config *cfg, const char *text, size_t len, const c
         snprintf(err, errlen, "%s: not valid JSON: %s", where, perr);
         return -1;
     }
+    jctx x = {text, len, where, NULL, err, errlen};
     int rc = -1;
     if (!cJSON_IsObject(root)) {
-        snprintf(err, errlen, "%s: the config must be a JSON object, not a %s", where, jsonx_type_name(root));
+        jerr(&x, "", "the config must be a JSON object, not a %s", jsonx_type_name(root));
+        goto out;
+    }
+    /* cJSON keeps both of two equal keys: the second would silently win or
+     * add to the first. */
+    x.pos = jpos_scan(text, len);
+    if (jpos_dup_count(x.pos) > 0) {
+        int first, line;
+        const char *dp = jpos_dup(x.pos, 0, &first, &line);
+        snprintf(err, errlen, "%s:%d: field \"%.200s\" is given twice (first at line %d)", where, line, dp, first);
         goto out;
     }
     for (const cJSON *m = root->child; m; m = m->next) {
         if (strcmp(m->string, "master") == 0) {
-            if (parse_endpoint(cfg, m, "master", &cfg->master_host, &cfg->master_port, err, errlen, where) < 0)
+            if (parse_endpoint(&x, m, "master", &cfg->master_host, &cfg->master_port) < 0)
                 goto out;
         } else if (strcmp(m->string, "slave") == 0) {
-            if (parse_endpoint(cfg, m, "slave", &cfg->slave_host, &cfg->slave_port, err, errlen, where) < 0)
+            if (parse_endpoint(&x, m, "slave", &cfg->slave_host, &cfg->slave_port) < 0)
                 goto out;
         } else if (strcmp(m->string, "learner") == 0) {
-            if (!cJSON_IsObject(m)) {
-                snprintf(err, errlen, "%s: field \"learner\" must be an object of [id, host, port] lists, not a %s",
-                         where, jsonx_type_name(m));
+            if (parse_learners(&x, cfg, m) < 0)
                 goto out;
-            }
-            for (const cJSON *l = m->child; l; l = l->next) {
-                const cJSON *id = cJSON_GetArrayItem(l, 0), *host = cJSON_GetArrayItem(l, 1);
-                const cJSON *port = cJSON_GetArrayItem(l, 2);
-                int p;
-                if (!cJSON_IsArray(l) || cJSON_GetArraySize(l) != 3) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\" must be a list [id, host, port]", where, l->string);
-                    goto out;
-                }
-                if (!cJSON_IsString(id) || !id->valuestring[0]) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[0] (id) must be a non-empty string", where,
-                             l->string);
-                    goto out;
-                }
-                if (!cJSON_IsString(host) || !host->valuestring[0]) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[1] (host) must be a non-empty string", where,
-                             l->string);
-                    goto out;
-                }
-                if (json_port(port, false, &p) < 0) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\"[2] (port) must be an integer from 1 to 65535",
-                             where, l->string);
-                    goto out;
-                }
-                char e2[200];
-                if (agg_config_add_learner(cfg, id->valuestring, host->valuestring, p, e2, sizeof e2) < 0) {
-                    snprintf(err, errlen, "%s: field \"learner.%s\": %s", where, l->string, e2);
-                    goto out;
-                }
-            }
+        } else if (!known_key(m->string, top_keys)) {
+            unknown_key(&x, "", m->string, top_keys);
+            goto out;
         }
-        /* Other top-level fields (node, partition, ...) belong to DI-engine's
-         * launcher and are ignored. */
     }
     rc = 0;
 out:
+    jpos_free(x.pos);
     cJSON_Delete(root);
     return rc;
 }
@@ -268,7 +344,9 @@ static void usage(FILE *out)
             "Options (flags override the config file):\n"
             "  --config FILE              DI-engine aggregator config (JSON): {\"master\": {\"host\",\n"
             "                             \"port\"}, \"slave\": {...}, \"learner\": {\"learner0\":\n"
-            "                             [\"learner0\", \"127.0.0.1\", 19900], ...}}\n"
+            "                             [\"learner0\", \"127.0.0.1\", 19900], ...}}; DI-engine's\n"
+            "                             \"node\" and \"partition\" are ignored, any other\n"
+            "                             unknown or repeated key is an error (exit 2)\n"
             "  --slave-host H             address to listen on for the coordinator (127.0.0.1;\n"
             "                             0.0.0.0 in a DI-orchestrator pod, see below)\n"
             "  --slave-port P             port for the coordinator (AGGREGATOR_PORT or 22272; 0: free)\n"
@@ -280,6 +358,13 @@ static void usage(FILE *out)
             "                             DI-orchestrator pod http://POD_NAME.NAMESPACE:MASTER_PORT)\n"
             "  --learner ID=HOST:PORT     a learner to connect to (repeatable; after the file's)\n"
             "  --channel N                protocol channel (0)\n"
+            "  --allow-master ADDR[/PREFIX],...\n"
+            "                             who may connect as the coordinator (repeatable; IPv4\n"
+            "                             and IPv6): a /connect from another address, or naming\n"
+            "                             a master address (an IP literal) outside the list, is\n"
+            "                             refused with 403 (code 503). Default: anyone, as in\n"
+            "                             DI-engine, with a warning when --slave-host is not\n"
+            "                             loopback\n"
             "  --max-retry-ms MS          window to join each learner (60000)\n"
             "  --retry-interval-ms MS     between join attempts (2000)\n"
             "  --heartbeat-span-ms MS     our heartbeats to the coordinator (3000)\n"
@@ -328,7 +413,7 @@ enum {
     O_CONFIG = 256, O_SLAVE_HOST, O_SLAVE_PORT, O_MASTER_HOST, O_MASTER_PORT, O_ADVERTISE, O_LEARNER, O_CHANNEL,
     O_MAX_RETRY, O_RETRY_INTERVAL, O_HB_SPAN, O_HB_TOL, O_HB_CHECK, O_DEADLINE, O_SYNC, O_OP_TIMEOUT, O_RETRIES,
     O_RETRY_WAIT, O_TIME_SCALE, O_METRICS_PORT, O_BODY_LIMIT, O_LOG_LEVEL, O_LOG_FORMAT, O_HELP, O_VERSION,
-    O_EVENTS, O_EVENTS_MAX, O_EVENTS_FLUSH, O_EVENTS_EACH
+    O_EVENTS, O_EVENTS_MAX, O_EVENTS_FLUSH, O_EVENTS_EACH, O_ALLOW_MASTER
 };
 
 static const struct option options[] = {
@@ -355,6 +440,7 @@ static const struct option options[] = {
     {"body-limit", required_argument, NULL, O_BODY_LIMIT},
     {"log-level", required_argument, NULL, O_LOG_LEVEL},
     {"log-format", required_argument, NULL, O_LOG_FORMAT},
+    {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
     {"help", no_argument, NULL, O_HELP},
     {"version", no_argument, NULL, O_VERSION},
     {"events", required_argument, NULL, O_EVENTS},
@@ -407,8 +493,6 @@ static char *normalise_url(const char *v)
     return xasprintf("http://%s", v);
 }
 
-static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
-
 static const char *env_set(const char *name)
 {
     const char *v = getenv(name);
@@ -457,6 +541,8 @@ static int orchestrator_pod_defaults(agg_config *cfg, char *err, size_t errlen)
     }
     return 0;
 }
+
+static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen);
 
 agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
@@ -585,6 +671,10 @@ agg_config_status agg_config_from_args(agg_config *cfg, int argc, char **argv, c
                 snprintf(err, errlen, "--log-format: '%s' is not human or json", optarg);
                 return AGG_CONFIG_ERROR;
             }
+            break;
+        case O_ALLOW_MASTER:
+            if (slave_allow_flag(&cfg->allow_master, optarg, err, errlen) < 0)
+                return AGG_CONFIG_ERROR;
             break;
         case O_HELP:
             usage(stdout);

@@ -41,6 +41,7 @@ typedef struct {
     int request_retries;         /* 5 */
     int metrics_port;            /* -1: /metrics on the master port */
     size_t body_limit;           /* 256 MiB */
+    struct slave_allow *allow_master; /* --allow-master; NULL: anyone (slave.h) */
     ilog_level log_level;
     ilog_format log_format;
     char *events_path;       /* --events FILE: typed events (docs/events.md), or NULL */

@@ -152,8 +152,9 @@ typedef struct sub {
     proto_task_state state;
     cJSON *result;
     char *error;
+    evt_cause cause; /* why it failed */
+    long http_status;
     size_t slice_start, slice_end;
-    int64_t items;
     uint64_t start_us;
 } sub;
 
@@ -173,8 +174,10 @@ static void start_task(agg *a, const char *task_id, const cJSON *data, const cha
 
 static void sub_done_event(const job *j, const sub *s, const char *status, const char *reason)
 {
+    bool failed = strcmp(status, "completed") != 0;
     EVT_EMIT(subtask_done, .learner = s->learner_id, .name = j->name, .id = j->task_id, .sub_id = s->sub_id,
-             .status = status, .reason = reason, .latency_ms = (double)(ev_now_us() - s->start_us) / 1e3);
+             .status = status, .reason = reason, .cause = failed ? evt_cause_name(s->cause) : NULL,
+             .http_status = failed ? s->http_status : 0, .latency_ms = (double)(ev_now_us() - s->start_us) / 1e3);
 }
 
 static void job_free(job *j)
@@ -183,6 +186,7 @@ static void job_free(job *j)
         sub *s = &j->subs[i];
         if (s->task) {
             master_task_cancel(s->task);
+            s->cause = EVT_CAUSE_shutdown;
             sub_done_event(j, s, "failed", "cancelled: the aggregator is shutting down");
         }
         free(s->learner_id);
@@ -206,13 +210,14 @@ static cJSON *message_result(const char *msg)
 
 /* Answers the coordinator's task: ok with result, or failure (task_done).
  * Takes result. */
-static void report(agg *a, const char *task_id, const char *name, uint64_t start_us, bool ok, cJSON *result)
+static void report(agg *a, const char *task_id, const char *name, uint64_t start_us, bool ok, cJSON *result,
+                   evt_cause cause)
 {
     double secs = (double)(ev_now_us() - start_us) / 1e6;
     agg_metrics_task(a->metrics, name, ok ? "completed" : "failed", secs);
     const char *m = ok ? NULL : jsonx_get_str(result, "message");
     EVT_EMIT(task_done, .name = name, .id = task_id, .status = ok ? "completed" : "failed",
-             .message = ok ? NULL : m ? m : "", .latency_ms = secs * 1e3);
+             .message = ok ? NULL : m ? m : "", .cause = ok ? NULL : evt_cause_name(cause), .latency_ms = secs * 1e3);
     if (ok) {
         LOG_INFO(NULL, "task %s (%s) completed in %.3f s", name, task_id, secs);
         slave_task_complete(a->slave, task_id, result);
@@ -262,7 +267,7 @@ static void on_queue_timer(ev_loop *loop, void *data)
 
 /* The one place where a job's state changes. To DONE from RUNNING it
  * answers the coordinator (ok, result: taken); DONE frees the job. */
-static void job_set_state(job *j, job_state to, bool ok, cJSON *result, const char *why)
+static void job_set_state(job *j, job_state to, bool ok, cJSON *result, const char *why, evt_cause cause)
 {
     agg *a = j->a;
     job_state from = j->state;
@@ -271,11 +276,12 @@ static void job_set_state(job *j, job_state to, bool ok, cJSON *result, const ch
     j->state = to;
     if (to == JOB_ABANDONED) {
         double ms = (double)(ev_now_us() - j->start_us) / 1e3;
-        EVT_EMIT(task_done, .name = j->name, .id = j->task_id, .status = "failed", .message = why, .latency_ms = ms);
+        EVT_EMIT(task_done, .name = j->name, .id = j->task_id, .status = "failed", .message = why,
+                 .cause = evt_cause_name(cause), .latency_ms = ms);
         return;
     }
     if (from == JOB_RUNNING)
-        report(a, j->task_id, j->name, j->start_us, ok, result);
+        report(a, j->task_id, j->name, j->start_us, ok, result, cause);
     else
         cJSON_Delete(result);
     if (a->job == j)
@@ -288,9 +294,9 @@ static void job_set_state(job *j, job_state to, bool ok, cJSON *result, const ch
         a->queue_timer = ev_timer_start(a->loop, 0, on_queue_timer, a);
 }
 
-static void job_end(job *j, bool ok, cJSON *result)
+static void job_end(job *j, bool ok, cJSON *result, evt_cause cause)
 {
-    job_set_state(j, JOB_DONE, ok, result, NULL);
+    job_set_state(j, JOB_DONE, ok, result, NULL, cause);
 }
 
 /* "learner1: reason" for a failed sub-task. */
@@ -310,6 +316,7 @@ static char *sub_reason(const sub *s)
 static void finish_failed(job *j)
 {
     size_t nfail = 0;
+    evt_cause cause = EVT_CAUSE_other;
     cJSON *failed = cJSON_CreateObject();
     cJSON *unack = j->kind == JOB_LEARN ? cJSON_CreateObject() : NULL;
     xbuf why = {0};
@@ -317,6 +324,8 @@ static void finish_failed(job *j)
         sub *s = &j->subs[i];
         if (s->state == TASK_COMPLETED)
             continue;
+        if (!nfail)
+            cause = s->cause;
         char *r = sub_reason(s);
         cJSON_AddStringToObject(failed, s->learner_id, r);
         xbuf_printf(&why, "%s%s", nfail ? "; " : "", r);
@@ -345,7 +354,7 @@ static void finish_failed(job *j)
     }
     free(msg);
     xbuf_free(&why);
-    job_end(j, false, res);
+    job_end(j, false, res, cause);
 }
 
 static void finish_get_data(job *j)
@@ -361,7 +370,7 @@ static void finish_get_data(job *j)
                                   "integer)",
                                   j->subs[i].learner_id);
             free(dem);
-            job_end(j, false, message_result(msg));
+            job_end(j, false, message_result(msg), EVT_CAUSE_malformed);
             free(msg);
             return;
         }
@@ -380,7 +389,7 @@ static void finish_get_data(job *j)
     a->have_demands = true;
     cJSON *merged = jsonx_dup(j->subs[0].result);
     cJSON_ReplaceItemInObjectCaseSensitive(merged, "batch_size", jsonx_new_i64(sum));
-    job_end(j, true, merged);
+    job_end(j, true, merged, EVT_CAUSE_other);
 }
 
 static void finish_merge(job *j)
@@ -397,7 +406,7 @@ static void finish_merge(job *j)
     free(names);
     if (!merged) {
         char *msg = xasprintf("%s: %s", j->name, err);
-        job_end(j, false, message_result(msg));
+        job_end(j, false, message_result(msg), EVT_CAUSE_unmergeable);
         free(msg);
         return;
     }
@@ -409,7 +418,7 @@ static void finish_merge(job *j)
         cJSON_DeleteItemFromObjectCaseSensitive(merged, last->string);
     }
 #endif
-    job_end(j, true, merged);
+    job_end(j, true, merged, EVT_CAUSE_other);
 }
 
 static void job_finish(job *j)
@@ -421,7 +430,7 @@ static void job_finish(job *j)
         }
     switch (j->kind) {
     case JOB_START:
-        job_end(j, true, message_result("learner task has started"));
+        job_end(j, true, message_result("learner task has started"), EVT_CAUSE_other);
         break;
     case JOB_GET_DATA:
         finish_get_data(j);
@@ -444,7 +453,8 @@ static void on_finish_timer(ev_loop *loop, void *data)
 static void on_sub_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error)
 {
     sub *s = ud;
-    (void)t;
+    s->cause = master_task_cause(t);
+    s->http_status = master_task_http_status(t);
     s->task = NULL;
     s->done = true;
     s->state = st;
@@ -489,7 +499,6 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool 
     sub *s = &j->subs[i];
     s->job = j;
     s->learner_id = xstrdup(l->id); // NOLINT(clang-analyzer-core.NullDereference): start_learn returns when one is gone
-    s->items = items;
     s->start_us = ev_now_us();
     char err[256];
     long deadline = a->cfg.task_deadline_ms;
@@ -502,6 +511,7 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool 
     if (!s->task) {
         s->done = true;
         s->state = TASK_START_FAILED;
+        s->cause = EVT_CAUSE_not_connected;
         s->error = xasprintf("%s: %s", l->id, err);
         j->remaining--;
         sub_done_event(j, s, "failed", s->error);
@@ -524,7 +534,7 @@ static void fan_out_all(agg *a, const char *task_id, const char *name, job_kind 
 {
     size_t w = agg_learners_world(a->learners);
     if (w == 0) {
-        report(a, task_id, name, ev_now_us(), false, message_result("no connected learner"));
+        report(a, task_id, name, ev_now_us(), false, message_result("no connected learner"), EVT_CAUSE_not_connected);
         return;
     }
     job *j = job_new(a, task_id, name, kind, w);
@@ -545,12 +555,14 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
     if (!a->have_demands) {
         report(a, task_id, name, t0, false,
                message_result("learner_learn_task before any learner_get_data_task: the aggregator does not know "
-                              "how to split the data"));
+                              "how to split the data"),
+               EVT_CAUSE_wrong_length);
         return;
     }
     const cJSON *items = jsonx_get(data, "data");
     if (!items) {
-        report(a, task_id, name, t0, false, message_result("learner_learn_task has no \"data\" list"));
+        report(a, task_id, name, t0, false, message_result("learner_learn_task has no \"data\" list"),
+               EVT_CAUSE_malformed);
         return;
     }
     /* Every learner of the last get-data must still be here. */
@@ -582,7 +594,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
         free(msg);
         xbuf_free(&gone);
         free(ls);
-        report(a, task_id, name, t0, false, r);
+        report(a, task_id, name, t0, false, r, EVT_CAUSE_not_connected);
         return;
     }
     cJSON_Delete(unack);
@@ -614,7 +626,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
 #endif
     if (rc < 0) {
         char *msg = xasprintf("learner_learn_task: %s", err);
-        report(a, task_id, name, t0, false, message_result(msg));
+        report(a, task_id, name, t0, false, message_result(msg), EVT_CAUSE_wrong_length);
         free(msg);
         free(slices);
         free(lens);
@@ -642,14 +654,14 @@ static void start_task(agg *a, const char *task_id, const cJSON *data, const cha
 {
     const char *name = jsonx_get_str(data, "name");
     if (!name) {
-        report(a, task_id, "other", ev_now_us(), false, message_result("task name error"));
+        report(a, task_id, "other", ev_now_us(), false, message_result("task name error"), EVT_CAUSE_unknown_task);
         return;
     }
     LOG_INFO(NULL, "task %s (%s) received; world size %zu", name, task_id, agg_learners_world(a->learners));
     if (strcmp(name, "resource") == 0) {
         cJSON *r = cJSON_CreateObject();
         cJSON_AddItemToObject(r, "gpu", jsonx_new_i64((int64_t)agg_learners_world(a->learners)));
-        report(a, task_id, name, ev_now_us(), true, r);
+        report(a, task_id, name, ev_now_us(), true, r, EVT_CAUSE_other);
     } else if (strcmp(name, "learner_start_task") == 0) {
         const cJSON *ti = jsonx_get(data, "task_info");
         char *tit = ti ? jsonx_print(ti) : xstrdup("{}");
@@ -664,7 +676,7 @@ static void start_task(agg *a, const char *task_id, const cJSON *data, const cha
     } else if (strcmp(name, "learner_close_task") == 0) {
         fan_out_all(a, task_id, name, JOB_CLOSE, "{\"name\": \"learner_close_task\"}");
     } else {
-        report(a, task_id, name, ev_now_us(), false, message_result("task name error"));
+        report(a, task_id, name, ev_now_us(), false, message_result("task name error"), EVT_CAUSE_unknown_task);
     }
 }
 
@@ -713,10 +725,10 @@ static void drop_queued(agg *a, const char *why, bool answer)
         return;
     const char *qn = jsonx_get_str(a->queued_data, "name");
     if (answer)
-        report(a, a->queued_id, qn ? qn : "other", a->queued_us, false, message_result(why));
+        report(a, a->queued_id, qn ? qn : "other", a->queued_us, false, message_result(why), EVT_CAUSE_shutdown);
     else
         EVT_EMIT(task_done, .name = qn, .id = a->queued_id, .status = "failed", .message = why,
-                 .latency_ms = (double)(ev_now_us() - a->queued_us) / 1e3);
+                 .cause = evt_cause_name(EVT_CAUSE_disconnected), .latency_ms = (double)(ev_now_us() - a->queued_us) / 1e3);
     free(a->queued_id);
     cJSON_Delete(a->queued_data);
     a->queued_id = NULL;
@@ -731,7 +743,7 @@ static void on_coord_lost(void *ud, const char *why)
     LOG_WARN(NULL, "coordinator lost: %s", why);
     char *msg = xasprintf("abandoned: the coordinator was lost (%s)", why);
     if (a->job && a->job->state == JOB_RUNNING)
-        job_set_state(a->job, JOB_ABANDONED, false, NULL, msg);
+        job_set_state(a->job, JOB_ABANDONED, false, NULL, msg, EVT_CAUSE_disconnected);
     drop_queued(a, msg, false);
     free(msg);
 }
@@ -840,6 +852,7 @@ static slave *make_slave(agg *a, const agg_config *cfg, char *err, size_t errlen
     sc.channel = cfg->channel;
     sc.heartbeat_span_ms = cfg->heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
+    sc.allow_master = cfg->allow_master;
     sc.retries = cfg->request_retries;
     sc.retry_wait_ms = cfg->request_retry_wait_ms;
     sc.raw_depth = 2;   /* learn data items stay raw text ... */
@@ -1006,7 +1019,7 @@ void agg_shutdown(agg *a, long grace_ms, agg_done_cb done, void *ud)
          * sub-tasks are cancelled. */
         job_set_state(j, JOB_DONE, false,
                       message_result("the aggregator is shutting down (signal); the task was not finished"),
-                      "shutdown");
+                      "shutdown", EVT_CAUSE_shutdown);
     }
     /* A task waiting behind an abandoned fan-out fails too. */
     drop_queued(a, "the aggregator is shutting down (signal); the task was not started", true);

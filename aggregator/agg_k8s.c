@@ -40,6 +40,17 @@ static char *pod_name(const char *addr)
     return host;
 }
 
+/* Forgets this sync's record. */
+static void sync_clear(agg_k8s *k)
+{
+    cJSON_Delete(k->added);
+    cJSON_Delete(k->removed);
+    cJSON_Delete(k->failed);
+    free(k->error);
+    k->added = k->removed = k->failed = NULL;
+    k->error = NULL;
+}
+
 /* Ends one exchange with the operator: its event, then the next period. */
 static void sync_end(agg_k8s *k, const char *error)
 {
@@ -47,12 +58,7 @@ static void sync_end(agg_k8s *k, const char *error)
         k->error = xstrdup(error);
     EVT_EMIT(operator_sync, .added = k->added, .removed = k->removed, .failed = k->failed, .error = k->error,
              .world = (int64_t)agg_learners_world(k->reg));
-    cJSON_Delete(k->added);
-    cJSON_Delete(k->removed);
-    cJSON_Delete(k->failed);
-    free(k->error);
-    k->added = k->removed = k->failed = NULL;
-    k->error = NULL;
+    sync_clear(k);
     sync_schedule(k, k->cfg->sync_period_ms);
 }
 
@@ -338,12 +344,7 @@ void agg_k8s_stop(agg_k8s *k)
     if (k->req)
         hc_cancel(k->client, k->req);
     k->req = NULL;
-    cJSON_Delete(k->added);
-    cJSON_Delete(k->removed);
-    cJSON_Delete(k->failed);
-    free(k->error);
-    k->added = k->removed = k->failed = NULL;
-    k->error = NULL;
+    sync_clear(k);
 }
 
 void agg_k8s_free(agg_k8s *k)

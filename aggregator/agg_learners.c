@@ -33,7 +33,7 @@ static int64_t window_ms(const learner *l)
 
 /* The one place where a learner's state changes: the log line, the event,
  * and the core's callback. reason: why (left, failed, stopped), or NULL. */
-static void learner_set_state(learner *l, learner_state to, const char *reason)
+static void learner_set_state(learner *l, learner_state to, const char *reason, evt_cause cause)
 {
     agg_learners *r = l->reg;
     learner_state from = l->state;
@@ -63,8 +63,8 @@ static void learner_set_state(learner *l, learner_state to, const char *reason)
                   "learner did not join within max_retry of %ld ms (%ld attempts): %s; recorded as failed, still "
                   "retried every %ld ms",
                   r->cfg.max_retry_ms, l->attempts, reason ? reason : "no answer yet", r->cfg.retry_interval_ms);
-        EVT_EMIT(learner_join_failed, .learner = l->id, .addr = l->addr, .reason = reason, .attempts = l->attempts,
-                 .after_ms = after);
+        EVT_EMIT(learner_join_failed, .learner = l->id, .addr = l->addr, .reason = reason,
+                 .cause = evt_cause_name(cause), .attempts = l->attempts, .after_ms = after);
         break;
     case LS_JOINING:
     case LS_STOPPED:
@@ -75,7 +75,8 @@ static void learner_set_state(learner *l, learner_state to, const char *reason)
                          (long long)world, r->cfg.retry_interval_ms);
             else
                 LOG_INFO(l->id, "learner left the world (%s); world size %lld", reason, (long long)world);
-            EVT_EMIT(learner_left, .learner = l->id, .addr = l->addr, .reason = reason, .world = world);
+            EVT_EMIT(learner_left, .learner = l->id, .addr = l->addr, .reason = reason, .cause = evt_cause_name(cause),
+                     .world = world);
         }
         break;
     }
@@ -107,17 +108,20 @@ static void schedule_retry(learner *l)
 static void judge_window(learner *l)
 {
     if (l->state == LS_JOINING && window_ms(l) >= l->reg->cfg.max_retry_ms)
-        learner_set_state(l, LS_FAILED, l->last_reason);
+        learner_set_state(l, LS_FAILED, l->last_reason, l->last_cause);
 }
 
 /* A failed attempt: not a state change; logged at info and emitted the
  * first time and whenever the reason changes. */
-static void connect_failed(learner *l, const char *why)
+static void connect_failed(learner *l, const char *why, evt_cause cause, long http_status)
 {
+    l->last_cause = cause;
+    l->last_http_status = http_status;
     if (!l->last_reason || strcmp(l->last_reason, why) != 0) {
         LOG_INFO(l->id, "cannot join yet (attempt %ld, %lld ms into the window): %s", l->attempts,
                  (long long)window_ms(l), why);
-        EVT_EMIT(learner_connect_error, .learner = l->id, .addr = l->addr, .reason = why, .attempts = l->attempts,
+        EVT_EMIT(learner_connect_error, .learner = l->id, .addr = l->addr, .reason = why,
+                 .cause = evt_cause_name(cause), .http_status = http_status, .attempts = l->attempts,
                  .after_ms = window_ms(l));
         free(l->last_reason);
         l->last_reason = xstrdup(why);
@@ -130,14 +134,20 @@ static void connect_failed(learner *l, const char *why)
 static void on_connected(void *ud, master_conn *c, bool ok, const char *error)
 {
     learner *l = ud;
+    if (ok && l->reg->stopping) {
+        /* a /connect that was in flight when the shutdown began */
+        l->conn = NULL;
+        master_disconnect(c, "the aggregator is shutting down");
+        return;
+    }
     if (ok) {
         l->conn = c;
         master_conn_set_ud(c, l);
-        learner_set_state(l, LS_JOINED, NULL);
+        learner_set_state(l, LS_JOINED, NULL, EVT_CAUSE_other);
         return;
     }
     l->conn = NULL;
-    connect_failed(l, error ? error : "the /connect failed");
+    connect_failed(l, error ? error : "the /connect failed", master_conn_cause(c), master_conn_http_status(c));
     schedule_retry(l);
 }
 
@@ -151,7 +161,7 @@ static void learner_try(learner *l)
     l->conn = master_connect(r->master, l->id, l->host, l->port, NULL, on_connected, l, err, sizeof err);
     if (!l->conn) {
         char *why = xasprintf("cannot start connecting: %s", err);
-        connect_failed(l, why);
+        connect_failed(l, why, EVT_CAUSE_unreachable, 0);
         free(why);
         schedule_retry(l);
     }
@@ -165,7 +175,7 @@ void agg_learners_conn_lost(agg_learners *r, master_conn *c, const char *why)
     l->conn = NULL;
     l->window_start = ev_now_ms();
     l->attempts = 0;
-    learner_set_state(l, LS_JOINING, why);
+    learner_set_state(l, LS_JOINING, why, master_conn_cause(c));
 #ifdef DILEARN_PLANT_BUGS
     if (r->cfg.no_retake)
         return;
@@ -220,6 +230,7 @@ void agg_learners_free(agg_learners *r)
 learner *agg_learners_add(agg_learners *r, const char *id, const char *host, int port)
 {
     learner *l = xcalloc(1, sizeof *l);
+    l->last_cause = EVT_CAUSE_other;
     l->reg = r;
     l->id = xstrdup(id);
     l->host = xstrdup(host);
@@ -251,7 +262,7 @@ void agg_learners_remove(agg_learners *r, learner *l, const char *why)
     else if (c)
         master_drop(c, why); /* a /connect in flight */
     LOG_INFO(l->id, "learner removed: %s", why);
-    EVT_EMIT(learner_removed, .learner = l->id, .addr = l->addr, .reason = why,
+    EVT_EMIT(learner_removed, .learner = l->id, .addr = l->addr, .reason = why, .cause = evt_cause_name(EVT_CAUSE_operator),
              .world = (int64_t)agg_learners_world(r));
     learner_free(r, l);
 }
@@ -298,7 +309,7 @@ void agg_learners_stop(agg_learners *r)
             master_conn *c = l->conn;
             l->conn = NULL;
             master_disconnect(c, "the aggregator is shutting down");
-            learner_set_state(l, LS_STOPPED, "the aggregator is shutting down");
+            learner_set_state(l, LS_STOPPED, "the aggregator is shutting down", EVT_CAUSE_shutdown);
         }
     }
 }

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "ev.h"
+#include "evt.h"
 #include "master.h"
 
 typedef enum { LS_JOINING, LS_JOINED, LS_FAILED, LS_STOPPED, LS_NSTATES } learner_state;
@@ -47,6 +48,8 @@ typedef struct learner {
     uint64_t window_start;/* ms: the join window (or absence) began */
     long attempts;        /* /connect attempts in this window */
     char *last_reason;    /* why the last /connect failed, or NULL */
+    evt_cause last_cause; /* the same as a word */
+    long last_http_status;/* of a /connect answered with an error */
 } learner;
 
 typedef struct agg_learners agg_learners;

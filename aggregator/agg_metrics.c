@@ -138,7 +138,7 @@ char *agg_metrics_render(const agg_metrics *m, const agg_gauges *g)
                         buckets[k], m->hist[i][k]);
         xbuf_printf(&b, "dilearn_task_duration_seconds_bucket{name=\"%s\",le=\"+Inf\"} %llu\n", task_names[i],
                     m->count[i]);
-        xbuf_printf(&b, "dilearn_task_duration_seconds_sum{name=\"%s\"} %.6f\n", task_names[i], m->sum[i]);
+        xbuf_printf(&b, "dilearn_task_duration_seconds_sum{name=\"%s\"} %.9g\n", task_names[i], m->sum[i]);
         xbuf_printf(&b, "dilearn_task_duration_seconds_count{name=\"%s\"} %llu\n", task_names[i], m->count[i]);
     }
     metric(&b, "dilearn_bytes_received_total", "counter", "HTTP body bytes received.", g->bytes_received);

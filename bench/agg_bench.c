@@ -33,13 +33,16 @@ static const char *const USAGE = "usage: agg_bench COMMAND [options]\n"
                                  "  large   learn tasks with large data split over --learners (default 8):\n"
                                  "          MB/s end to end and the aggregator's peak RSS, for each --mib\n"
                                  "  floor   the loopback floor: the same exchanges by a minimal C client and\n"
-                                 "          server, for each --learners count\n"
+                                 "          server on raw sockets, for each --learners count\n"
+                                 "  libfloor  the library floor: the same exchanges by a minimal libmicrohttpd\n"
+                                 "          server and libcurl multi client on one loop in one process\n"
                                  "  guard   regression check (ctest): aggregator CPU per learner-task over the\n"
-                                 "          floor's CPU per exchange, measured in the same run, must stay\n"
-                                 "          under --max-ratio\n"
+                                 "          library floor's CPU per exchange, measured in the same run, must\n"
+                                 "          stay under --max-ratio\n"
                                  "  plot    --csv FILE --svg FILE: draw the rows of FILE\n"
                                  "Options:\n"
-                                 "  --learners N,N,..    learner counts (rounds, floor: 1,4,16,64,256,1024; large: 8)\n"
+                                 "  --learners N,N,..    learner counts (rounds, floor, libfloor: 1,4,16,64,256,1024;\n"
+                                 "                       large: 8)\n"
                                  "  --mib M,M,..         large: learn data sizes in MiB (1,16,128)\n"
                                  "  --batch B            items per learner (rounds: 4; large: 64)\n"
                                  "  --seconds S          measure at least S seconds per point (rounds, floor: 2)\n"
@@ -479,18 +482,20 @@ static int cmd_rounds(const opts *o)
     return 0;
 }
 
-static int cmd_floor(const opts *o)
+/* floor (raw sockets) or libfloor (libmicrohttpd and libcurl). */
+static int cmd_floor(const opts *o, bool lib)
 {
     print_round_header();
     for (size_t i = 0; i < o->nlearners; i++) {
         bench_row r;
         char err[512];
-        if (bench_floor(o->learners[i], o->seconds, o->min_rounds, &r, err, sizeof err) < 0) {
-            fprintf(stderr, "agg_bench floor %d learners: %s\n", o->learners[i], err);
+        if ((lib ? bench_lib_floor : bench_floor)(o->learners[i], o->seconds, o->min_rounds, &r, err, sizeof err) <
+            0) {
+            fprintf(stderr, "agg_bench %s %d learners: %s\n", o->cmd, o->learners[i], err);
             return 1;
         }
         if (o->one_core)
-            r.impl = "floor-1core";
+            r.impl = lib ? "libfloor-1core" : "floor-1core";
         print_round_row(&r);
         if (emit(o, &r) < 0)
             return 1;
@@ -628,8 +633,9 @@ static int pin_one_core(void)
 
 /* CPU times are steadier than wall times on a shared machine, and a ratio
  * of two measured in the same run cancels most of a slow or fast machine:
- * aggregator CPU per learner-task over the floor's CPU per exchange. The
- * best of three tries is kept, so that one noisy try does not fail CI. */
+ * aggregator CPU per learner-task over the library floor's CPU per exchange
+ * (the aggregator stands on the same libraries). The best of three tries is
+ * kept, so that one noisy try does not fail CI. */
 static int cmd_guard(const opts *o)
 {
     int n = o->nlearners ? o->learners[0] : 16;
@@ -641,13 +647,13 @@ static int cmd_guard(const opts *o)
     for (int t = 0; t < 3; t++) {
         bench_row fr, ar;
         char err[2048];
-        if (bench_floor(n, o->seconds, o->min_rounds, &fr, err, sizeof err) < 0 ||
+        if (bench_lib_floor(n, o->seconds, o->min_rounds, &fr, err, sizeof err) < 0 ||
             rounds_one(o, n, &ar, err, sizeof err) < 0) {
             fprintf(stderr, "agg_bench guard: %s\n", err);
             return 1;
         }
         double ratio = ar.cpu_us_per_task / fr.cpu_us_per_task;
-        printf("try %d: aggregator %.2f us CPU per learner-task, floor %.2f us CPU per exchange: ratio %.2f "
+        printf("try %d: aggregator %.2f us CPU per learner-task, library floor %.2f us CPU per exchange: ratio %.2f "
                "(limit %.2f)\n",
                t + 1, ar.cpu_us_per_task, fr.cpu_us_per_task, ratio, o->max_ratio);
         fflush(stdout);
@@ -657,7 +663,8 @@ static int cmd_guard(const opts *o)
             break;
     }
     if (best > o->max_ratio) {
-        printf("FAIL: the aggregator's CPU per learner-task is %.2f times a minimal exchange's, over the limit "
+        printf("FAIL: the aggregator's CPU per learner-task is %.2f times a minimal exchange's on the same "
+               "libraries, over the limit "
                "of %.2f: a performance regression (see docs/benchmarks.md)\n",
                best, o->max_ratio);
         return 1;
@@ -811,8 +818,8 @@ int main(int argc, char **argv)
         rc = cmd_rounds(&o);
     else if (large)
         rc = cmd_large(&o);
-    else if (strcmp(o.cmd, "floor") == 0)
-        rc = cmd_floor(&o);
+    else if (strcmp(o.cmd, "floor") == 0 || strcmp(o.cmd, "libfloor") == 0)
+        rc = cmd_floor(&o, strcmp(o.cmd, "libfloor") == 0);
     else if (strcmp(o.cmd, "guard") == 0)
         rc = cmd_guard(&o);
     else if (strcmp(o.cmd, "plot") == 0) {

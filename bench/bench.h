@@ -52,6 +52,11 @@ int bench_csv_append(const char *path, const bench_row *r);
  * Returns false on a header or malformed line. */
 bool bench_csv_parse(char *line, bench_row *r);
 
+/* CLOCK_MONOTONIC and this process's CPU time (CLOCK_PROCESS_CPUTIME_ID),
+ * in ns. */
+uint64_t bench_now_ns(void);
+uint64_t bench_self_cpu_ns(void);
+
 /* Median, mean and 90th percentile of v[0..n) (sorts v). */
 void bench_stats(double *v, size_t n, double *median, double *mean, double *p90);
 
@@ -63,6 +68,17 @@ void bench_stats(double *v, size_t n, double *median, double *mean, double *p90)
  * of the protocol's sizes, keep-alive. Runs at least min_rounds rounds and
  * at least `seconds`. Fills r (kind "floor"). Returns 0 or -1 (err). */
 int bench_floor(int learners, double seconds, long min_rounds, bench_row *r, char *err, size_t errlen);
+
+/* Fills a floor row from nt round times (ms; sorted), the elapsed time and
+ * the CPU of both sides over the rounds. */
+void bench_floor_row(bench_row *row, const char *impl, int learners, double *times, size_t nt, double elapsed_s,
+                     uint64_t cpu_ns);
+
+/* The library floor: the same exchanges on libmicrohttpd (hs's settings)
+ * and a libcurl multi client, both in this process on one ev loop; CPU is
+ * this process's, per exchange (client and server sides). Fills r (kind
+ * "floor", impl "libfloor"). Returns 0 or -1 (err). */
+int bench_lib_floor(int learners, double seconds, long min_rounds, bench_row *r, char *err, size_t errlen);
 
 /* Writes an SVG plot of the rows of csv_path (all kinds) to svg_path. */
 int bench_plot(const char *csv_path, const char *svg_path, char *err, size_t errlen);

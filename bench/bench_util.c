@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 bool bench_cpu_read(pid_t pid, bench_cpu *out)
@@ -182,4 +183,18 @@ void bench_stats(double *v, size_t n, double *median, double *mean, double *p90)
     *median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     size_t k = (size_t)((double)(n - 1) * 0.9 + 0.5);
     *p90 = v[k < n ? k : n - 1];
+}
+
+uint64_t bench_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bench_self_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }

@@ -31,20 +31,6 @@ typedef struct {
     size_t len;
 } fconn;
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static uint64_t self_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Length of the first complete HTTP message in b (headers + body by
  * Content-Length), or 0 if it is not complete yet. */
 static size_t message_len(const char *b, size_t len)
@@ -154,6 +140,19 @@ static int exchange(int ep, fconn **conns, size_t n, const char *req, size_t req
     return 0;
 }
 
+void bench_floor_row(bench_row *row, const char *impl, int learners, double *times, size_t nt, double elapsed_s,
+                     uint64_t cpu_ns)
+{
+    bench_row_init(row, "floor", impl);
+    row->learners = learners;
+    row->rounds = (long)nt;
+    row->rounds_per_s = (double)nt / elapsed_s;
+    row->cpu_us_per_round = (double)cpu_ns / 1e3 / (double)nt;
+    /* exchanges per round: 2 tasks x (2 + 2 learners) */
+    row->cpu_us_per_task = row->cpu_us_per_round / (2.0 * (2.0 + 2.0 * learners));
+    bench_stats(times, nt, &row->round_ms_median, &row->round_ms_mean, &row->round_ms_p90);
+}
+
 int bench_floor(int learners, double seconds, long min_rounds, bench_row *row, char *err, size_t errlen)
 {
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -210,10 +209,10 @@ int bench_floor(int learners, double seconds, long min_rounds, bench_row *row, c
     for (long round = -3; rc == 0; round++) { /* 3 warm-up rounds */
         if (round == 0) {
             bench_cpu_read(pid, &c0);
-            s0 = self_cpu_ns();
-            t_start = now_ns();
+            s0 = bench_self_cpu_ns();
+            t_start = bench_now_ns();
         }
-        uint64_t t0 = now_ns();
+        uint64_t t0 = bench_now_ns();
         for (int task = 0; task < 2 && rc == 0; task++)
             rc = exchange(ep, conns, 1, req, reqlen) || exchange(ep, conns + 1, n - 1, req, reqlen) ||
                  exchange(ep, conns + 1, n - 1, req, reqlen) || exchange(ep, conns, 1, req, reqlen);
@@ -226,23 +225,16 @@ int bench_floor(int learners, double seconds, long min_rounds, bench_row *row, c
             continue;
         if (nt == cap)
             times = xrealloc(times, (cap *= 2) * sizeof *times);
-        times[nt++] = (double)(now_ns() - t0) / 1e6;
-        if ((long)nt >= min_rounds && (double)(now_ns() - t_start) / 1e9 >= seconds)
+        times[nt++] = (double)(bench_now_ns() - t0) / 1e6;
+        if ((long)nt >= min_rounds && (double)(bench_now_ns() - t_start) / 1e9 >= seconds)
             break;
     }
     if (rc == 0) {
-        double elapsed = (double)(now_ns() - t_start) / 1e9;
-        uint64_t self = self_cpu_ns() - s0;
+        double elapsed = (double)(bench_now_ns() - t_start) / 1e9;
+        uint64_t self = bench_self_cpu_ns() - s0;
         bench_cpu_read(pid, &c1);
         uint64_t cpu = self + (c1.total_ns - c0.total_ns);
-        bench_row_init(row, "floor", "floor");
-        row->learners = learners;
-        row->rounds = (long)nt;
-        row->rounds_per_s = (double)nt / elapsed;
-        row->cpu_us_per_round = (double)cpu / 1e3 / (double)nt;
-        /* exchanges per round: 2 tasks x (2 + 2 learners) */
-        row->cpu_us_per_task = row->cpu_us_per_round / (2.0 * (2.0 + 2.0 * learners));
-        bench_stats(times, nt, &row->round_ms_median, &row->round_ms_mean, &row->round_ms_p90);
+        bench_floor_row(row, "floor", learners, times, nt, elapsed, cpu);
     }
     for (size_t i = 0; i < n; i++) {
         if (conns[i] && conns[i]->fd > 0)

@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 B=${1:-$ROOT/build-bench}
 OUT=${2:-$ROOT/bench/out}
-cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DWERROR=ON >/dev/null
+cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=Release -DWERROR=ON -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$B" -j "$(nproc)" --target agg_bench aggregator mock_learner >/dev/null
 mkdir -p "$OUT"
 CSV=$OUT/results.csv
@@ -23,6 +23,8 @@ echo "== (a), (b) rounds: get-data + learn, learners that answer at once"
 "$B/bench/agg_bench" rounds --csv "$CSV"
 echo "== (d) and (a) with everything on one core (no cross-core wake-ups)"
 "$B/bench/agg_bench" floor --one-core --learners 4,16,64 --csv "$CSV"
+echo "== the library floor: libmicrohttpd and libcurl multi, same exchanges, one core"
+"$B/bench/agg_bench" libfloor --one-core --learners 4,16,64 --csv "$CSV"
 "$B/bench/agg_bench" rounds --one-core --learners 4,16,64 --csv "$CSV"
 echo "== (c) large learn data over 8 learners"
 "$B/bench/agg_bench" large --csv "$CSV"
@@ -46,4 +48,9 @@ awk -F, 'NR > 1 && ($1 == "rounds" || $1 == "floor") { t[$2 "," $3] = $6 }
       print line
     }
   }' "$CSV" | sort -n
+echo "== CPU per learner-task over the library floor's CPU per exchange (one core)"
+awk -F, 'NR > 1 && ($2 == "c-1core" || $2 == "libfloor-1core") { c[$2 "," $3] = $11 }
+  END { for (k in c) { split(k, p, ","); if (p[1] == "c-1core" && c["libfloor-1core," p[2]] > 0)
+          printf("%5d learners: %.2f us / %.2f us = %.2fx the library floor\n", p[2], c[k],
+                 c["libfloor-1core," p[2]], c[k] / c["libfloor-1core," p[2]]) } }' "$CSV" | sort -n
 echo "== wrote $CSV and $OUT/benchmarks.svg"

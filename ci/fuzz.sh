@@ -27,7 +27,7 @@ command -v clang >/dev/null || { echo "fuzz: clang is missing (apt-get install c
 BUILD=$ROOT/build-fuzz
 OUT=$ROOT/out/fuzz
 echo "== fuzz: building (clang, ASan+UBSan, $BUILD)"
-CC=clang cmake -S "$ROOT" -B "$BUILD" -DFUZZ=ON -DSANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+CC=clang cmake -S "$ROOT" -B "$BUILD" -DFUZZ=ON -DSANITIZE=address -DBUILD_TESTING=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-$(nproc)}" >/dev/null
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0

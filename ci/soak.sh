@@ -45,7 +45,7 @@ SLACK=500       # latency allowed beyond it (scheduling, the report's trip)
 start=$(date +%s)
 
 echo "== soak: building ($BUILD)"
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF >/dev/null
 cmake --build "$BUILD" -j "${JOBS:-$(nproc)}" --target aggregator mock_learner mock_coordinator run_scenarios >/dev/null
 
 rm -rf "$OUT"

@@ -77,7 +77,11 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(version, STR, "the program's version")                                                            \
     F(pid, INT, "the process id")                                                                       \
     F(config, JSON, "the settings that shape behaviour (learners, timings, time scale)")                \
-    F(signal, STR, "the signal that asked for the shutdown (SIGTERM, SIGINT), or null")
+    F(signal, STR, "the signal that asked for the shutdown (SIGTERM, SIGINT), or null")                 \
+    F(learners, INT, "learners whose lines the mock coordinator's dumps hold")                          \
+    F(rounds, INT, "learn rounds the mock coordinator sent")                                            \
+    F(merges, INT, "merged learn results the mock coordinator recomputed from the dumps")               \
+    F(sums, INT, "get-data batch sizes the mock coordinator checked against the dumps")
 
 typedef enum {
 #define EVT_X_FIELD_ENUM(fname, type, doc) EVT_F_##fname,
@@ -135,6 +139,9 @@ typedef enum {
       "seen from a slave: a master's /connect was accepted")                                           \
     E(master_lost, EVF(learner) | EVF(label) | EVF(master) | EVF(reason) | EVF(cause),                  \
       "seen from a slave: the master disconnected or stopped answering heartbeats")                    \
+    E(dumps_checked, EVF(learners) | EVF(rounds) | EVF(merges) | EVF(sums),                             \
+      "the mock coordinator checked the learners' dumps against what it sent and got (failures: in "    \
+      "its summary)")                                                                                   \
     E(shutdown, EVF(signal) | EVF(reason), "the process is stopping")
 
 /* The words of the "cause" field: one list, so that a program (the runner,

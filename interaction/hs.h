@@ -1,39 +1,30 @@
-/* hs: an HTTP/1.1 server of its own, driven by an ev loop: non-blocking
- * sockets registered on the loop directly, one state machine per connection,
- * no thread and no library.
+/* hs: an HTTP/1.1 server on libmicrohttpd (MHD), driven by an ev loop:
+ * MHD in external-epoll mode (its epoll fd watched by the loop, MHD_run on
+ * readiness, one loop timer for MHD_get_timeout), no thread of its own.
  *
- * Requests: any token method is handed to the handler (a HEAD reply carries
- * no body). Every request body is read by Content-Length whatever the method
- * (GET and DELETE carry bodies in this protocol), or decoded when chunked,
- * and handed to the handler whole. Expect: 100-continue is answered
- * "100 Continue" before the body is read. The head (request line and
- * headers, at most 64 KiB and 100 header lines: 431 beyond) is parsed in
- * place in the connection's input buffer; the path is %-decoded and query
- * arguments are decoded like HTML forms ('+' is a space, %XX).
+ * MHD parses every request (request line, headers, %-decoding of the path
+ * and query, body framing, Expect: 100-continue) and writes every reply
+ * head; what it refuses it answers itself (its own short page: a request
+ * line it cannot parse, HTTP/1.1 without Host, a bad Content-Length, an
+ * HTTP version other than 1.0/1.1, a head over the connection memory: 431)
+ * and closes the connection. Every request body, whatever the method (GET
+ * and DELETE carry bodies in this protocol), is handed to the handler whole
+ * in one NUL-terminated buffer. A HEAD reply carries no body.
  *
  * Body memory: a declared Content-Length (at most body_limit) is allocated
  * exactly, once: at once up to 1 MiB, a larger one when the first bytes of
  * the body arrive (a peer that sends a head only is promised nothing large);
- * the rest of the body is received straight into that buffer. A body over
- * the limit is answered 413 with the protocol's JSON envelope (before it is
- * read when Content-Length says so; a chunked body is read and dropped up to
- * another limit's worth, then answered, or cut off).
+ * MHD's read buffer is copied into it as the body arrives (the one copy).
+ * A body over the limit is answered 413 with the protocol's JSON envelope:
+ * before it is read when Content-Length says so (the connection is then
+ * closed); a body without Content-Length is read and dropped up to another
+ * limit's worth, then answered, or cut off.
  *
- * Framing errors are answered with the JSON envelope, its code being the
- * status, and the connection is closed: malformed request line or header
- * 400, bad or conflicting Content-Length 400, bad chunked encoding 400,
- * Content-Length with Transfer-Encoding 400, another transfer coding 501,
- * head too large 431, HTTP version other than 1.0/1.1 505.
- *
- * Connections: HTTP/1.1 ones are kept alive unless the request says
- * "Connection: close"; HTTP/1.0 ones are closed after the reply unless it
- * says "keep-alive". Pipelined requests are answered in order: the next one
- * is parsed only after the reply to the previous one is sent (and not while
- * a request is deferred). A reply is sent with one sendmsg() (head, then the
- * handler's body, not copied); the rest waits for the socket. Replies carry
- * Date, Content-Type and Content-Length (and Server if configured). After a
- * final reply the server drains what the peer still sends (at most 1 MiB,
- * about 2 s) before it closes, so that the reply is not lost to a reset.
+ * Limits: connections in all (beyond: left in the listen backlog until one
+ * closes), per client address (beyond: accepted and closed at once), head
+ * size (MHD's memory per connection: 32 KiB, which holds the request head
+ * and the read buffer), silence (idle_timeout_s, MHD's timeout), and the
+ * sweep of a dribbling peer (see idle_timeout_s).
  *
  * Ownership: the request and everything it points to is borrowed for the
  * duration of the handler call (or until hs_reply() for a deferred one). The
@@ -52,7 +43,8 @@ typedef struct hs_request hs_request;
 
 /* Called once per complete request. It must call hs_reply() exactly once
  * before returning, or hs_defer() (if it does neither, the server answers
- * 500 with the JSON envelope). */
+ * 500 with the JSON envelope). While the server stops, requests are
+ * answered 503 with the envelope without calling it. */
 typedef void (*hs_handler)(void *data, hs_request *req);
 
 typedef struct {
@@ -62,22 +54,25 @@ typedef struct {
     int port;                  /* 0: let the kernel pick */
     int listen_fd;             /* >= 0: use this already listening socket
                                   (host/port ignored; made non-blocking);
-                                  -1 otherwise. Taken
-                                  over: closed by hs_stop(), and by
-                                  hs_start() when it fails. */
+                                  -1 otherwise. Taken over (given to MHD):
+                                  closed by hs_stop(), and by hs_start()
+                                  when it fails. */
     size_t body_limit;         /* 0: 256 MiB */
-    unsigned connection_limit; /* 0: 4096; beyond it new connections are
-                                  accepted and closed at once */
-    unsigned per_ip_limit;     /* 0: no per-address limit (else likewise) */
-    unsigned idle_timeout_s;   /* 0: 30 s. A connection that has not sent a
+    unsigned connection_limit; /* 0: 4096; beyond it new connections wait in
+                                  the listen backlog */
+    unsigned per_ip_limit;     /* 0: no per-address limit; beyond it new
+                                  connections are accepted and closed */
+    unsigned idle_timeout_s;   /* 0: 30 s. A connection silent this long is
+                                  closed (MHD's timeout, reset by every
+                                  byte). A connection that has not sent a
                                   whole request head within this time of its
-                                  opening or of its previous reply is closed
-                                  (an idle keep-alive connection, or a peer
-                                  dribbling its headers), and so is one that
-                                  stays silent this long while its body is
-                                  read or its reply written (reset by every
-                                  byte). Checked once a second. A peer that
-                                  hangs up is seen at once. */
+                                  opening or of its previous request is shut
+                                  down (a peer dribbling its head), and so is
+                                  one whose body, after this grace, arrives
+                                  at under 64 KiB/s on average (a dribbled
+                                  body). Checked once a second. A peer that
+                                  hangs up is seen at once, or within a
+                                  second when MHD missed its end of stream. */
     const char *server_header; /* NULL: none */
 } hs_config;
 
@@ -97,7 +92,8 @@ void hs_stop_later(hs_server *s);
 /* Request accessors. */
 const char *hs_method(const hs_request *r);
 const char *hs_path(const hs_request *r);
-/* A header value, or NULL if absent (name case-insensitive). */
+/* A header value, or NULL if absent (name case-insensitive); as MHD gives
+ * it: leading blanks stripped, trailing ones kept. */
 const char *hs_header(const hs_request *r, const char *name);
 /* A query argument, or NULL. hs_query_foreach calls cb for every argument
  * (value may be NULL for "?flag"), stopping when cb returns false. */
@@ -116,9 +112,11 @@ const char *hs_peer(const hs_request *r);
  * content_type NULL means "application/json". */
 void hs_reply(hs_request *r, int status, const char *content_type, char *body, size_t len);
 /* Deferred replies: a handler may call hs_defer() and return without
- * replying; the request (and its accessors) then stays valid until
- * hs_reply() is called on it later from the loop, or until the server stops
- * (then it is dropped). Used for delays in fault injection. */
+ * replying; its connection is suspended (MHD_suspend_connection: nothing is
+ * read from it, pipelined requests wait) and the request (and its
+ * accessors) stays valid until hs_reply() is called on it later from the
+ * loop, or until the server stops (then it is answered 503, best effort).
+ * Used for delays in fault injection. */
 void hs_defer(hs_request *r);
 
 /* Shorthand: a JSON string body (strlen). */

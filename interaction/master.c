@@ -24,6 +24,8 @@ struct master_task {
     ev_timer *deadline;
     long deadline_ms;
     hc_req *req; /* /task/new in flight */
+    evt_cause cause;  /* why it failed (set by task_end) */
+    long http_status; /* of a /task/new that failed with a status */
     master_task *prev, *next;
 };
 
@@ -35,6 +37,8 @@ struct master_conn {
     char token[PROTO_TOKEN_LEN + 1];
     conn_state state;
     int dying; /* inside on_lost or connect-failure callback */
+    evt_cause cause;  /* why the connection was lost, or /connect failed */
+    long http_status; /* of a /connect answered with an error */
     uint64_t last_hb_ms;
     hc_req *connect_req;
     master_connect_cb connect_cb;
@@ -151,7 +155,8 @@ static void task_free(master *m, master_task *t)
 
 /* Ends a task: the one place where a task reaches a final state. The task is
  * detached from its connection before the callback, and freed after. */
-static void task_end(master *m, master_task *t, proto_task_state st, cJSON *result, const char *error)
+static void task_end(master *m, master_task *t, proto_task_state st, cJSON *result, const char *error,
+                     evt_cause cause)
 {
     master_conn *c = t->conn;
     const char *who = c ? c->name : "?";
@@ -159,6 +164,7 @@ static void task_end(master *m, master_task *t, proto_task_state st, cJSON *resu
         LOG_DEBUG(who, "task %s: %s -> %s%s%s", t->id, proto_task_state_name(t->state), proto_task_state_name(st),
                   error ? ": " : "", error ? error : "");
     t->state = st;
+    t->cause = cause;
     task_unlink(t);
     if (t->deadline) {
         ev_timer_stop(m->loop, t->deadline);
@@ -178,13 +184,13 @@ static void task_end(master *m, master_task *t, proto_task_state st, cJSON *resu
     free(t);
 }
 
-static void fail_conn_tasks(master *m, master_conn *c, const char *why)
+static void fail_conn_tasks(master *m, master_conn *c, const char *why, evt_cause cause)
 {
     while (c->tasks) {
         master_task *t = c->tasks;
         char *msg = xasprintf("%s: %s", c->name, why);
         /* t->conn == c: task_end unlinks it from c->tasks before freeing */
-        task_end(m, t, TASK_FAILED, NULL, msg); // NOLINT(clang-analyzer-unix.Malloc)
+        task_end(m, t, TASK_FAILED, NULL, msg, cause); // NOLINT(clang-analyzer-unix.Malloc)
         free(msg);
     }
 }
@@ -280,7 +286,7 @@ static void conn_close(master_conn *c, const char *why, bool tell)
     conn_remove(m, c);
     if (tell && c->state == CONN_READY)
         send_disconnect(m, c);
-    fail_conn_tasks(m, c, why);
+    fail_conn_tasks(m, c, why, EVT_CAUSE_disconnected);
     conn_free(m, c);
 }
 
@@ -294,12 +300,16 @@ void master_drop(master_conn *c, const char *why)
     conn_close(c, why ? why : "dropped", false);
 }
 
-static void conn_lost(master *m, master_conn *c, const char *why)
+static void conn_lost(master *m, master_conn *c, const char *why, evt_cause cause)
 {
-    LOG_WARN(c->name, "connection lost: %s", why);
+    c->cause = cause;
+    if (strncmp(why, "connection lost", 15) == 0) /* the reason says it already */
+        LOG_WARN(c->name, "%s", why);
+    else
+        LOG_WARN(c->name, "connection lost: %s", why);
     c->dying = 1;
     conn_remove(m, c);
-    fail_conn_tasks(m, c, why);
+    fail_conn_tasks(m, c, why, cause);
     if (m->cbs.on_lost)
         m->cbs.on_lost(m->ud, c, why);
     conn_free(m, c);
@@ -320,11 +330,24 @@ static void on_hb_check(ev_loop *loop, void *data)
             /* base_url is "http://" + host:port */
             EVT_EMIT(heartbeat_lost, .learner = c->name, .addr = c->base_url + 7,
                      .after_ms = (int64_t)(now - c->last_hb_ms));
-            conn_lost(m, c, why);
+            conn_lost(m, c, why, EVT_CAUSE_heartbeat);
             continue; /* c was removed from conns[i] */
         }
         i++;
     }
+}
+
+/* Why a request failed below HTTP, as a cause word: nothing listening,
+ * nobody reachable (name or route, or no answer to connect), or a
+ * connection that broke. */
+static evt_cause hc_error_cause(const hc_result *res)
+{
+    const char *e = res->error ? res->error : "";
+    if (strstr(e, "refused"))
+        return EVT_CAUSE_refused;
+    if (strstr(e, "resolve") || strstr(e, "unreachable") || strstr(e, "connect") || strstr(e, "No route"))
+        return EVT_CAUSE_unreachable;
+    return EVT_CAUSE_connection_lost;
 }
 
 static void on_connect_reply(void *data, const hc_result *res)
@@ -336,9 +359,12 @@ static void on_connect_reply(void *data, const hc_result *res)
     bool ok = false;
     if (res->error) {
         snprintf(err, sizeof err, "%s: cannot connect: %s", c->name, res->error);
+        c->cause = hc_error_cause(res);
     } else {
         proto_reply rep;
         char perr[200];
+        c->http_status = res->status;
+        c->cause = EVT_CAUSE_rejected;
         if (!proto_parse_envelope(res->body, res->body_len, &rep, perr, sizeof perr))
             snprintf(err, sizeof err, "%s: /connect answered HTTP %ld with a bad body: %s", c->name, res->status, perr);
         else if (res->status != 200 || !rep.success)
@@ -374,6 +400,7 @@ master_conn *master_connect(master *m, const char *name, const char *host, int p
         return NULL;
     }
     master_conn *c = xcalloc(1, sizeof *c);
+    c->cause = EVT_CAUSE_other;
     c->m = m;
     c->name = xstrdup(name);
     int v6 = strchr(host, ':') != NULL;
@@ -432,7 +459,7 @@ static void on_deadline(ev_loop *loop, void *data)
     master *m = t->conn->m;
     char *msg = xasprintf("%s: no result within the task deadline of %ld ms", t->conn->name, t->deadline_ms);
     LOG_WARN(t->conn->name, "task %s failed: %s", t->id, msg);
-    task_end(m, t, TASK_FAILED, NULL, msg);
+    task_end(m, t, TASK_FAILED, NULL, msg, EVT_CAUSE_deadline);
     free(msg);
 }
 
@@ -445,13 +472,17 @@ static void on_task_reply(void *data, const hc_result *res)
     if (t->state != TASK_STARTING)
         return; /* its result arrived before this reply */
     char err[700];
+    evt_cause cause = EVT_CAUSE_connection_lost;
     if (res->error) {
         snprintf(err, sizeof err, "%s: /task/new failed: %s", c->name, res->error);
+        cause = hc_error_cause(res);
     } else {
         proto_reply rep;
         char perr[200];
+        t->http_status = res->status;
         if (!proto_parse_envelope(res->body, res->body_len, &rep, perr, sizeof perr)) {
             snprintf(err, sizeof err, "%s: /task/new answered HTTP %ld with a bad body: %s", c->name, res->status, perr);
+            cause = EVT_CAUSE_malformed;
         } else if (res->status == 200 && rep.success) {
             cJSON_Delete(rep.tree);
             t->state = TASK_STARTED;
@@ -461,17 +492,20 @@ static void on_task_reply(void *data, const hc_result *res)
              * or dropped us): the connection is lost now, not when its
              * heartbeats time out, so that it is retaken at once. */
             cJSON_Delete(rep.tree);
-            conn_lost(m, c, "/task/new answered 403 code 302: the slave no longer knows this master (it restarted "
-                            "or dropped the connection)");
+            conn_lost(m, c,
+                      "/task/new answered 403 code 302: the slave no longer knows this master (it restarted "
+                      "or dropped the connection)",
+                      EVT_CAUSE_restarted);
             return;
         } else {
             snprintf(err, sizeof err, "%s: /task/new answered HTTP %ld, code %d: %s", c->name, res->status, rep.code,
                      rep.message ? rep.message : "");
+            cause = EVT_CAUSE_http_status;
         }
         cJSON_Delete(rep.tree);
     }
     LOG_WARN(c->name, "task %s could not start: %s", t->id, err);
-    task_end(m, t, TASK_START_FAILED, NULL, err);
+    task_end(m, t, TASK_START_FAILED, NULL, err, cause);
 }
 
 master_task *master_task_send(master_conn *c, char *data_json, size_t len, long deadline_ms, master_task_cb cb,
@@ -495,6 +529,7 @@ master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long
     }
     master *m = c->m;
     master_task *t = xcalloc(1, sizeof *t);
+    t->cause = EVT_CAUSE_other;
     if (proto_uuid4(t->id) < 0) {
         snprintf(err, errlen, "getrandom failed: cannot make a task id");
         free(buf);
@@ -552,6 +587,11 @@ void master_task_cancel(master_task *t)
         task_free(t->conn->m, t);
 }
 
+evt_cause master_task_cause(const master_task *t) { return t->cause; }
+long master_task_http_status(const master_task *t) { return t->http_status; }
+evt_cause master_conn_cause(const master_conn *c) { return c->cause; }
+long master_conn_http_status(const master_conn *c) { return c->http_status; }
+
 const char *master_task_id(const master_task *t)
 {
     return t->id;
@@ -598,7 +638,7 @@ static void do_result(master *m, master_conn *c, hs_request *r, bool complete)
         LOG_WARN(c->name, "%s", why);
         reply_msg(r, 400, false, 400, why);
         /* The slave runs one task at a time: the report was that task's. */
-        fail_conn_tasks(m, c, why);
+        fail_conn_tasks(m, c, why, EVT_CAUSE_malformed);
         free(why);
         cJSON_Delete(j);
         return;
@@ -628,13 +668,14 @@ static void do_result(master *m, master_conn *c, hs_request *r, bool complete)
         char *why = xasprintf("sent a report without \"result\" for task %s", t->id);
         reply_msg(r, 400, false, 400, "Request body has no \"result\".");
         char *msg = xasprintf("%s: %s", c->name, why);
-        task_end(m, t, TASK_FAILED, NULL, msg);
+        task_end(m, t, TASK_FAILED, NULL, msg, EVT_CAUSE_malformed);
         free(msg);
         free(why);
         return;
     }
     reply_msg(r, 200, true, 0, "Result received!");
-    task_end(m, t, complete ? TASK_COMPLETED : TASK_FAILED, result, NULL);
+    task_end(m, t, complete ? TASK_COMPLETED : TASK_FAILED, result, NULL,
+             complete ? EVT_CAUSE_other : EVT_CAUSE_reported_failure);
 }
 
 static void on_request(void *data, hs_request *r)
@@ -751,7 +792,7 @@ static void on_abort(void *data, hs_request *r)
         return;
     char *why = xasprintf("report to %s was cut off before its body was complete", path);
     LOG_WARN(c->name, "%s", why);
-    fail_conn_tasks(m, c, why);
+    fail_conn_tasks(m, c, why, EVT_CAUSE_truncated);
     free(why);
 }
 

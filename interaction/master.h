@@ -22,6 +22,7 @@
 #include <cjson/cJSON.h>
 
 #include "ev.h"
+#include "evt.h"
 #include "hs.h"
 #include "proto.h"
 
@@ -127,6 +128,18 @@ master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long
  * "Task not found.". */
 void master_task_cancel(master_task *t);
 const char *master_task_id(const master_task *t);
+/* Why a task failed (valid in its callback): EVT_CAUSE_deadline,
+ * connection_lost, heartbeat, restarted, refused, unreachable, http_status
+ * (with master_task_http_status), malformed, truncated, reported_failure,
+ * disconnected; EVT_CAUSE_other for a completed task. */
+evt_cause master_task_cause(const master_task *t);
+long master_task_http_status(const master_task *t);
+/* Why a connection was lost (in on_lost) or /connect failed (in its
+ * callback): refused, unreachable, connection_lost, rejected (an error
+ * status: master_conn_http_status), heartbeat, restarted, malformed,
+ * truncated. */
+evt_cause master_conn_cause(const master_conn *c);
+long master_conn_http_status(const master_conn *c);
 master_conn *master_task_conn(const master_task *t);
 proto_task_state master_task_state(const master_task *t);
 

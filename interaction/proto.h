@@ -1,6 +1,6 @@
 /* proto: the constants of DI-engine's interaction protocol (error codes with
  * their messages, task states), the JSON envelope, tokens and task ids.
- * See ../shared/protocol.md.
+ * See docs/protocol.md.
  *
  * Ownership: functions returning char * return a heap string the caller frees.
  * Threading: all functions are safe from any thread. */

@@ -1,6 +1,9 @@
 /* slave: the slave end of the interaction protocol. */
 #include "slave.h"
 
+#include <arpa/inet.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,7 @@ struct slave {
     bool hb_answered; /* a heartbeat succeeded since /connect */
     unsigned long hb_sent;
     unsigned reports_pending;
+    unsigned long refused; /* /connects refused by allow_master */
     const char *task_text; /* the /task/new body while on_task runs (raw_refs) */
 };
 
@@ -50,6 +54,222 @@ void slave_config_init(slave_config *cfg)
     cfg->raw_depth = -1;
 }
 
+/* ---- who may connect ---- */
+
+typedef struct {
+    int family; /* AF_INET or AF_INET6 */
+    unsigned char addr[16];
+    int bits;
+} allow_net;
+
+struct slave_allow {
+    allow_net *nets;
+    size_t n;
+};
+
+slave_allow *slave_allow_new(void)
+{
+    return xcalloc(1, sizeof(slave_allow));
+}
+
+void slave_allow_free(slave_allow *a)
+{
+    if (!a)
+        return;
+    free(a->nets);
+    free(a);
+}
+
+size_t slave_allow_count(const slave_allow *a)
+{
+    return a ? a->n : 0;
+}
+
+static const unsigned char v4_mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+/* An address literal ("10.0.0.1", "::1", "[::1]") into family and bytes,
+ * an IPv4-mapped IPv6 address as IPv4. */
+static bool parse_ip(const char *text, size_t len, int *family, unsigned char addr[16])
+{
+    char buf[INET6_ADDRSTRLEN + 2];
+    if (len >= 2 && text[0] == '[' && text[len - 1] == ']') {
+        text++;
+        len -= 2;
+    }
+    if (len == 0 || len >= sizeof buf)
+        return false;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    memset(addr, 0, 16);
+    if (inet_pton(AF_INET, buf, addr) == 1) {
+        *family = AF_INET;
+        return true;
+    }
+    if (inet_pton(AF_INET6, buf, addr) != 1)
+        return false;
+    *family = AF_INET6;
+    if (memcmp(addr, v4_mapped, sizeof v4_mapped) == 0) {
+        memmove(addr, addr + 12, 4);
+        memset(addr + 4, 0, 12);
+        *family = AF_INET;
+    }
+    return true;
+}
+
+static bool in_net(const allow_net *n, int family, const unsigned char *addr)
+{
+    if (n->family != family)
+        return false;
+    int full = n->bits / 8, rest = n->bits % 8;
+    if (memcmp(n->addr, addr, (size_t)full) != 0)
+        return false;
+    if (rest == 0)
+        return true;
+    unsigned char mask = (unsigned char)(0xff << (8 - rest));
+    return (n->addr[full] & mask) == (addr[full] & mask);
+}
+
+int slave_allow_add(slave_allow *a, const char *spec, char *err, size_t errlen)
+{
+    allow_net *add = NULL;
+    size_t nadd = 0;
+    const char *p = spec;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        while (len > 0 && (*p == ' ' || *p == '\t'))
+            p++, len--;
+        while (len > 0 && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+            len--;
+        const char *slash = memchr(p, '/', len);
+        size_t alen = slash ? (size_t)(slash - p) : len;
+        allow_net n = {0};
+        if (len == 0) {
+            snprintf(err, errlen, "'%.200s': an empty entry (want ADDR[/PREFIX],... with IPv4 or IPv6 addresses)", spec);
+            goto bad;
+        }
+        if (!parse_ip(p, alen, &n.family, n.addr)) {
+            snprintf(err, errlen, "'%.*s' is not an IPv4 or IPv6 address (want ADDR[/PREFIX]; host names are not "
+                                  "resolved)",
+                     (int)(alen > 100 ? 100 : alen), p);
+            goto bad;
+        }
+        int max = n.family == AF_INET ? 32 : 128;
+        n.bits = max;
+        if (slash) {
+            const char *d = slash + 1;
+            size_t dl = len - alen - 1;
+            long bits = 0;
+            bool digits = dl > 0 && dl <= 3;
+            for (size_t i = 0; digits && i < dl; i++) {
+                digits = d[i] >= '0' && d[i] <= '9';
+                bits = bits * 10 + (d[i] - '0');
+            }
+            /* a mapped address written in IPv6 counts its prefix over 128 */
+            bool mapped = n.family == AF_INET && memchr(p, ':', alen) != NULL;
+            if (mapped)
+                bits -= 96;
+            if (!digits || bits < 0 || bits > max) {
+                snprintf(err, errlen, "'%.*s': the prefix must be a number from %d to %d for an %s address",
+                         (int)(len > 100 ? 100 : len), p, mapped ? 96 : 0, mapped ? 128 : max,
+                         n.family == AF_INET && !mapped ? "IPv4" : "IPv6");
+                goto bad;
+            }
+            n.bits = (int)bits;
+        }
+        if (a->n + nadd >= SLAVE_ALLOW_MAX) {
+            snprintf(err, errlen, "more than %d networks", SLAVE_ALLOW_MAX);
+            goto bad;
+        }
+        add = xrealloc(add, (nadd + 1) * sizeof *add);
+        add[nadd++] = n;
+        if (!end)
+            break;
+        p = end + 1;
+    }
+    a->nets = xrealloc(a->nets, (a->n + nadd) * sizeof *a->nets);
+    memcpy(a->nets + a->n, add, nadd * sizeof *add);
+    a->n += nadd;
+    free(add);
+    return 0;
+bad:
+    free(add);
+    return -1;
+}
+
+int slave_allow_flag(slave_allow **list, const char *value, char *err, size_t errlen)
+{
+    if (!*list)
+        *list = slave_allow_new();
+    char e[300];
+    if (slave_allow_add(*list, value, e, sizeof e) == 0)
+        return 0;
+    snprintf(err, errlen, "--allow-master: %s", e);
+    return -1;
+}
+
+bool slave_allow_has(const slave_allow *a, const char *ip)
+{
+    int family;
+    unsigned char addr[16];
+    if (!a || !ip || !parse_ip(ip, strlen(ip), &family, addr))
+        return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (in_net(&a->nets[i], family, addr))
+            return true;
+    return false;
+}
+
+char *slave_allow_text(const slave_allow *a)
+{
+    xbuf b = {0};
+    for (size_t i = 0; a && i < a->n; i++) {
+        char t[INET6_ADDRSTRLEN];
+        inet_ntop(a->nets[i].family, a->nets[i].addr, t, sizeof t);
+        xbuf_printf(&b, "%s%s/%d", i ? ", " : "", t, a->nets[i].bits);
+    }
+    xbuf_append(&b, "", 0);
+    return xbuf_take(&b);
+}
+
+bool slave_host_is_loopback(const char *host)
+{
+    if (!host)
+        return true;
+    if (strcmp(host, "localhost") == 0)
+        return true;
+    int family;
+    unsigned char addr[16];
+    if (!parse_ip(host, strlen(host), &family, addr))
+        return false;
+    static const unsigned char v6_loopback[16] = {[15] = 1};
+    return family == AF_INET ? addr[0] == 127 : memcmp(addr, v6_loopback, 16) == 0;
+}
+
+/* The address part of hs_peer()'s "ip:port" (IPv6 unbracketed). */
+static void peer_ip(hs_request *r, char *out, size_t outlen)
+{
+    const char *peer = hs_peer(r);
+    const char *colon = strrchr(peer, ':');
+    size_t len = colon ? (size_t)(colon - peer) : strlen(peer);
+    snprintf(out, outlen, "%.*s", (int)len, peer);
+}
+
+/* The host of "http://host[:port][/...]" ("[v6]" without its brackets). */
+static void url_host(const char *url, char *out, size_t outlen)
+{
+    const char *h = url + 7; /* after "http://" */
+    size_t len;
+    if (*h == '[') {
+        const char *rb = strchr(h, ']');
+        h++;
+        len = rb ? (size_t)(rb - h) : strlen(h);
+    } else {
+        len = strcspn(h, ":/?#");
+    }
+    snprintf(out, outlen, "%.*s", (int)(len > 255 ? 255 : len), h);
+}
+
 /* ---- replies ---- */
 
 static void reply_code(hs_request *r, int status, proto_code_id id)
@@ -63,6 +283,22 @@ static void reply_msg(hs_request *r, int status, bool ok, int code, const char *
 }
 
 /* ---- heartbeats ---- */
+
+/* A refused /connect: the reply names the address; the log says more (once
+ * per refusal for the first 10, then every 1000th). */
+static void refuse_connect(slave *s, hs_request *r, const char *what, const char *addr)
+{
+    s->refused++;
+    char *m = xasprintf("Connection refused: the %s %s is not allowed to be this slave's master.", what, addr);
+    reply_msg(r, 403, false, proto_code(PROTO_SLAVE_CONNECTION_REFUSED), m);
+    free(m);
+    if (s->refused <= 10 || s->refused % 1000 == 0) {
+        char *list = slave_allow_text(s->cfg.allow_master);
+        LOG_WARN(s->name, "/connect from %s refused: the %s %s is not in the allowed masters (%s); %lu refused so far",
+                 hs_peer(r), what, addr, list, s->refused);
+        free(list);
+    }
+}
 
 static void hb_schedule(slave *s, long delay_ms);
 static void master_lost(slave *s, const char *why, evt_cause cause);
@@ -264,6 +500,15 @@ static void do_connect(slave *s, hs_request *r)
         cJSON_Delete(j);
         return;
     }
+    if (s->cfg.allow_master) {
+        char host[256];
+        url_host(addr, host, sizeof host);
+        if (!slave_allow_has(s->cfg.allow_master, host)) {
+            refuse_connect(s, r, "master address host", host);
+            cJSON_Delete(j);
+            return;
+        }
+    }
     slave_verdict v = {0};
     if (s->cbs.on_connect)
         s->cbs.on_connect(s->ud, jsonx_get(j, "data"), &v);
@@ -398,6 +643,16 @@ static void on_request(void *data, hs_request *r)
         reply_code(r, 401, PROTO_SYSTEM_SHUTTING_DOWN);
         return;
     }
+    if (p == P_CONNECT && s->cfg.allow_master) {
+        /* Before any other check: a peer that may not connect learns
+         * nothing about the channel or the state. */
+        char ip[INET6_ADDRSTRLEN + 8];
+        peer_ip(r, ip, sizeof ip);
+        if (!slave_allow_has(s->cfg.allow_master, ip)) {
+            refuse_connect(s, r, "peer address", ip);
+            return;
+        }
+    }
     if (p == P_PING || p == P_SHUTDOWN) {
         if (!check_self_token(s, r))
             return;
@@ -466,6 +721,13 @@ slave *slave_new(ev_loop *loop, const slave_config *cfg, const slave_callbacks *
     }
     s->client = hc_new(loop);
     s->http = s->client ? hs_start(loop, &cfg->http, on_request, s, err, errlen) : NULL;
+    /* Once per process: a thousand learners of one mock are one warning. */
+    static atomic_flag warned = ATOMIC_FLAG_INIT;
+    if (s->http && !cfg->allow_master && !slave_host_is_loopback(cfg->http.host) && !atomic_flag_test_and_set(&warned))
+        LOG_WARN(s->name,
+                 "listening on %s port %d with no --allow-master: any peer that reaches this port can become the "
+                 "master and have heartbeats and results sent to any address it names",
+                 cfg->http.host, hs_port(s->http));
     if (!s->http) {
         if (!s->client)
             snprintf(err, errlen, "cannot create an HTTP client");

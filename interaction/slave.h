@@ -23,6 +23,38 @@
 
 typedef struct slave slave;
 
+/* Who may be this slave's master (--allow-master ADDR[/PREFIX],...): a list
+ * of IPv4 and IPv6 networks. With one, a /connect is refused (403, code 503,
+ * the JSON envelope, a message naming the address) when the peer's address
+ * or the host of the master address in its body (which heartbeats and
+ * reports then go to) is not in it. Host names are not resolved: a master
+ * address must then be an IP literal. An IPv4-mapped IPv6 address
+ * (::ffff:10.0.0.1) is taken as its IPv4 address. Without a list anyone may
+ * connect, as in the reference; slave_new then warns once per process when
+ * it listens beyond loopback. */
+typedef struct slave_allow slave_allow;
+
+#define SLAVE_ALLOW_MAX 1024 /* networks in one list */
+
+slave_allow *slave_allow_new(void);
+void slave_allow_free(slave_allow *a);
+/* Adds the comma-separated networks of spec ("10.0.0.0/8,::1"; no prefix:
+ * that address alone; host bits under the prefix are ignored). -1 with a
+ * message naming the entry and what is wrong in err (nothing is added). */
+int slave_allow_add(slave_allow *a, const char *spec, char *err, size_t errlen);
+/* A program's --allow-master flag (repeatable): *list is made on first use;
+ * -1 with "--allow-master: ..." in err. */
+int slave_allow_flag(slave_allow **list, const char *value, char *err, size_t errlen);
+size_t slave_allow_count(const slave_allow *a);
+/* Whether ip (an IPv4 or IPv6 literal, IPv6 possibly in brackets) is in the
+ * list; false for anything else (a host name). */
+bool slave_allow_has(const slave_allow *a, const char *ip);
+/* The list as text ("10.0.0.0/8, ::1/128"), for logs; caller frees. */
+char *slave_allow_text(const slave_allow *a);
+/* Whether host (an address or a name, NULL: the default 127.0.0.1) is a
+ * loopback address ("localhost" counts). */
+bool slave_host_is_loopback(const char *host);
+
 typedef struct {
     const char *name;        /* for logs, e.g. "learner3" */
     const char *event_learner; /* master_connected / master_lost events: their
@@ -46,6 +78,9 @@ typedef struct {
                                  raw JSON text (jsonx_parse_shallow); -1:
                                  parse everything (default). 2 keeps each
                                  learn data item as raw text. */
+    const slave_allow *allow_master; /* who may connect (above); NULL:
+                                        anyone. Borrowed: it must outlive
+                                        the slave. */
     bool raw_refs;            /* task bodies: with raw_depth >= 0, array
                                  items deeper than raw_depth are refs into
                                  the body (jsonx_parse_refs), not copies;

@@ -2,34 +2,39 @@
 #include "suggest.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-#define SUGGEST_MAX_LEN 64
-
+/* Optimal string alignment: insertions, deletions, substitutions and a swap
+ * of two neighbours ("salve" for "slave") each count one. */
 size_t suggest_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
-    if (la > SUGGEST_MAX_LEN || lb > SUGGEST_MAX_LEN)
-        return (size_t)-1 / 2;
-    size_t row[SUGGEST_MAX_LEN + 1];
+    if (la > SUGGEST_NAME_MAX || lb > SUGGEST_NAME_MAX)
+        return SIZE_MAX;
+    size_t rows[3][SUGGEST_NAME_MAX + 1]; /* i-2, i-1, i */
+    size_t *pp = rows[0], *prev = rows[1], *cur = rows[2];
     for (size_t j = 0; j <= lb; j++)
-        row[j] = j;
+        prev[j] = j;
     for (size_t i = 1; i <= la; i++) {
-        size_t diag = row[0];
-        row[0] = i;
+        cur[0] = i;
         for (size_t j = 1; j <= lb; j++) {
-            size_t up = row[j];
-            size_t c = diag + (a[i - 1] != b[j - 1]);
-            if (up + 1 < c)
-                c = up + 1;
-            if (row[j - 1] + 1 < c)
-                c = row[j - 1] + 1;
-            row[j] = c;
-            diag = up;
+            size_t c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+            if (prev[j] + 1 < c)
+                c = prev[j] + 1;
+            if (cur[j - 1] + 1 < c)
+                c = cur[j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && pp[j - 2] + 1 < c)
+                c = pp[j - 2] + 1;
+            cur[j] = c;
         }
+        size_t *t = pp;
+        pp = prev;
+        prev = cur;
+        cur = t;
     }
-    return row[lb];
+    return prev[lb];
 }
 
 const char *suggest_nearest(const char *word, const char *const *known, size_t n)

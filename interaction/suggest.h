@@ -10,8 +10,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* Levenshtein distance of a and b; names longer than 64 bytes are "far"
- * (returns a large number). */
+/* Names longer than this are never near anything. */
+#define SUGGEST_NAME_MAX 64
+
+/* The edit distance of a and b (insertions, deletions, substitutions and
+ * swaps of two neighbours each count 1); SIZE_MAX if either is longer than
+ * SUGGEST_NAME_MAX. */
 size_t suggest_distance(const char *a, const char *b);
 
 /* The entry of known[0..n) nearest to word if it is a near miss (at most 2

@@ -97,7 +97,7 @@ int util_tcp_bind(const char *host, int port, int backlog, bool nonblock, char *
     if (res->ai_family == AF_INET6)
         setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
     if (bind(fd, res->ai_addr, res->ai_addrlen) < 0) {
-        snprintf(err, errlen, "cannot bind %s:%d: %s", host, port, strerror(errno));
+        snprintf(err, errlen, "cannot %s %s:%d: %s", backlog >= 0 ? "listen on" : "bind", host, port, strerror(errno));
         goto fail;
     }
     if (backlog >= 0 && listen(fd, backlog) < 0) {

@@ -26,7 +26,7 @@ char *util_read_file(const char *path, size_t cap, size_t *len, bool *truncated)
 /* A TCP socket bound to host:port (numeric or a name; port 0: any),
  * SO_REUSEADDR, close-on-exec, non-blocking if nonblock, IPv6 sockets
  * v6-only, listening with backlog unless backlog < 0. The fd, or -1 with a
- * message in err. */
+ * message in err ("cannot bind H:P: why", "cannot listen on H:P: why"). */
 int util_tcp_bind(const char *host, int port, int backlog, bool nonblock, char *err, size_t errlen);
 
 /* NULL-terminated vectors of owned strings (argv, envp). */

@@ -22,16 +22,20 @@ typedef struct {
 
 typedef struct {
     size_t learner;
+    const char *task_id; /* the protocol's task id, or NULL (older dumps) */
     long long learn;
     d_item *items;
     size_t n, cap;
     const char *file; /* where it first appears */
     size_t line;
     const cJSON *result; /* paired learn result */
+    const char *report;  /* how it was reported ("complete", "fail", ...) */
 } d_group;
 
 typedef struct {
     const char *task;
+    const char *task_id; /* or NULL */
+    const char *report;  /* or NULL */
     bool has_learn;
     long long learn;
     const cJSON *result;
@@ -41,6 +45,9 @@ typedef struct {
 
 typedef struct {
     char *name;
+    const char *file; /* the dump it is in: a learner is its id in one dump */
+    char *label;      /* the name, with the file when another dump has the
+                         same id */
     size_t *groups; /* indices into set->groups, first-appearance order */
     size_t ngroups;
     d_result *results;
@@ -78,6 +85,7 @@ void mcd_free(mcd_set *d)
     free(d->files);
     for (size_t i = 0; i < d->nlearners; i++) {
         free(d->learners[i].name);
+        free(d->learners[i].label);
         free(d->learners[i].groups);
         free(d->learners[i].results);
     }
@@ -88,24 +96,49 @@ void mcd_free(mcd_set *d)
     free(d);
 }
 
-static size_t learner_index(mcd_set *d, const char *name)
+/* A learner is its id within one dump file: two processes that both call
+ * their first learner "learner0" (no --id-base) are two learners. */
+static size_t learner_index(mcd_set *d, const char *name, const char *file)
 {
+    bool elsewhere = false;
     for (size_t i = 0; i < d->nlearners; i++)
-        if (strcmp(d->learners[i].name, name) == 0)
-            return i;
+        if (strcmp(d->learners[i].name, name) == 0) {
+            if (strcmp(d->learners[i].file, file) == 0)
+                return i;
+            elsewhere = true;
+        }
     d->learners = xrealloc(d->learners, (d->nlearners + 1) * sizeof *d->learners);
     d_learner *l = &d->learners[d->nlearners];
     memset(l, 0, sizeof *l);
     l->name = xstrdup(name);
+    l->file = file;
+    if (elsewhere)
+        for (size_t i = 0; i <= d->nlearners; i++)
+            if (strcmp(d->learners[i].name, name) == 0 && !d->learners[i].label)
+                d->learners[i].label = xasprintf("%s (dump %s)", name, d->learners[i].file);
     return d->nlearners++;
 }
 
-static d_group *group_for(mcd_set *d, size_t li, long long learn, const char *file, size_t line)
+static const char *learner_label(const d_learner *l)
+{
+    return l->label ? l->label : l->name;
+}
+
+/* A learn is its task id when the dump gives it (a restarted process counts
+ * its learns from 1 again), else its learn number. */
+static bool same_learn(const d_group *g, const char *task_id, long long learn)
+{
+    if (g->task_id || task_id)
+        return g->task_id && task_id && strcmp(g->task_id, task_id) == 0;
+    return g->learn == learn;
+}
+
+static d_group *group_for(mcd_set *d, size_t li, const char *task_id, long long learn, const char *file, size_t line)
 {
     d_learner *l = &d->learners[li];
     /* Lines of one learn come together: look from the newest group. */
     for (size_t k = l->ngroups; k-- > 0;)
-        if (d->groups[l->groups[k]].learn == learn)
+        if (same_learn(&d->groups[l->groups[k]], task_id, learn))
             return &d->groups[l->groups[k]];
     if (d->ngroups == d->capgroups) {
         d->capgroups = d->capgroups ? d->capgroups * 2 : 16;
@@ -114,6 +147,7 @@ static d_group *group_for(mcd_set *d, size_t li, long long learn, const char *fi
     d_group *g = &d->groups[d->ngroups];
     memset(g, 0, sizeof *g);
     g->learner = li;
+    g->task_id = task_id;
     g->learn = learn;
     g->file = file;
     g->line = line;
@@ -146,14 +180,15 @@ static bool add_line(mcd_set *d, cJSON *j, const char *file, size_t line, mc_fai
         mc_fail_add(f, "dump %s line %zu: no string \"learner\"", file, line);
         return false;
     }
-    size_t li = learner_index(d, learner);
+    size_t li = learner_index(d, learner, file);
+    const char *task_id = jsonx_get_str(j, "task_id");
     if (item) {
         long long learn, index;
         if (!get_int(j, "learn", &learn) || !get_int(j, "index", &index)) {
             mc_fail_add(f, "dump %s line %zu: an item line needs integers \"learn\" and \"index\"", file, line);
             return false;
         }
-        d_group *g = group_for(d, li, learn, file, line);
+        d_group *g = group_for(d, li, task_id, learn, file, line);
         if (g->n == g->cap) {
             g->cap = g->cap ? g->cap * 2 : 16;
             g->items = xrealloc(g->items, g->cap * sizeof *g->items);
@@ -171,6 +206,8 @@ static bool add_line(mcd_set *d, cJSON *j, const char *file, size_t line, mc_fai
     d_result *r = &l->results[l->nresults++];
     memset(r, 0, sizeof *r);
     r->task = task;
+    r->task_id = task_id;
+    r->report = jsonx_get_str(j, "report");
     r->result = result;
     r->file = file;
     r->line = line;
@@ -253,6 +290,15 @@ int mcd_add_file(mcd_set *d, const char *path, mc_fail *f)
 
 /* ---- pairing learn results with learns ---- */
 
+static void pair(d_group *g, const d_result *r)
+{
+    g->result = r->result;
+    g->report = r->report;
+}
+
+/* A learn result goes with the learn of its task id; a result line without
+ * one (older dumps) with its "learn" number; without either, in order, and
+ * only when the counts agree. */
 static void pair_results(mcd_set *d, mc_fail *f)
 {
     if (d->paired)
@@ -260,39 +306,48 @@ static void pair_results(mcd_set *d, mc_fail *f)
     d->paired = true;
     for (size_t li = 0; li < d->nlearners; li++) {
         d_learner *l = &d->learners[li];
-        size_t nlearn = 0;
-        bool by_number = false;
-        for (size_t k = 0; k < l->nresults; k++)
-            if (strcmp(l->results[k].task, LEARN_TASK) == 0) {
-                nlearn++;
-                by_number |= l->results[k].has_learn;
-            }
-        for (size_t g = 0; g < l->ngroups; g++)
+        for (size_t g = 0; g < l->ngroups; g++) {
             d->groups[l->groups[g]].result = NULL;
-        if (by_number) {
-            for (size_t k = 0; k < l->nresults; k++) {
-                d_result *r = &l->results[k];
-                if (strcmp(r->task, LEARN_TASK) != 0 || !r->has_learn)
-                    continue;
-                for (size_t g = 0; g < l->ngroups; g++)
-                    if (d->groups[l->groups[g]].learn == r->learn)
-                        d->groups[l->groups[g]].result = r->result;
-            }
-            continue;
+            d->groups[l->groups[g]].report = NULL;
         }
-        if (nlearn != l->ngroups) {
-            /* No learn result at all: the merge check says so per round. */
-            if (nlearn > 0)
-                mc_fail_add(f,
-                            "%s: the dumps hold %zu learn results but %zu learns with items; cannot tell which result "
-                            "belongs to which learn",
-                            l->name, nlearn, l->ngroups);
+        size_t unnumbered = 0, untagged_groups = 0;
+        for (size_t k = 0; k < l->nresults; k++) {
+            const d_result *r = &l->results[k];
+            if (strcmp(r->task, LEARN_TASK) != 0)
+                continue;
+            if (!r->task_id && !r->has_learn) {
+                unnumbered++;
+                continue;
+            }
+            /* A result whose learn has no items in the dumps (its data was
+             * not a list) pairs with nothing. */
+            for (size_t g = 0; g < l->ngroups; g++) {
+                d_group *grp = &d->groups[l->groups[g]];
+                if (r->task_id ? grp->task_id && strcmp(grp->task_id, r->task_id) == 0
+                               : !grp->task_id && grp->learn == r->learn)
+                    pair(grp, r);
+            }
+        }
+        for (size_t g = 0; g < l->ngroups; g++)
+            untagged_groups += !d->groups[l->groups[g]].task_id;
+        if (!unnumbered)
+            continue;
+        if (unnumbered != untagged_groups) {
+            mc_fail_add(f,
+                        "%s: the dumps hold %zu learn results without a task id or learn number but %zu such learns "
+                        "with items; cannot tell which result belongs to which learn",
+                        learner_label(l), unnumbered, untagged_groups);
             continue;
         }
         size_t g = 0;
-        for (size_t k = 0; k < l->nresults; k++)
-            if (strcmp(l->results[k].task, LEARN_TASK) == 0)
-                d->groups[l->groups[g++]].result = l->results[k].result;
+        for (size_t k = 0; k < l->nresults; k++) {
+            const d_result *r = &l->results[k];
+            if (strcmp(r->task, LEARN_TASK) != 0 || r->task_id || r->has_learn)
+                continue;
+            while (d->groups[l->groups[g]].task_id)
+                g++;
+            pair(&d->groups[l->groups[g++]], r);
+        }
     }
 }
 
@@ -322,7 +377,7 @@ static int cmp_item(const void *a, const void *b)
 
 static const char *lname(const mcd_set *d, const d_group *g)
 {
-    return d->learners[g->learner].name;
+    return learner_label(&d->learners[g->learner]);
 }
 
 /* Finds rounds[] index of a round number; SIZE_MAX if none. */
@@ -460,7 +515,7 @@ void mcd_check_items(mcd_set *d, const mcd_round *rounds, size_t n, mcd_view *vi
                 continue;
             const d_group *g = &d->groups[gi];
             v->slices = xrealloc(v->slices, (v->n + 1) * sizeof *v->slices);
-            v->slices[v->n++] = (mcd_slice){lname(d, g), place[gi].start, g->n, g->result};
+            v->slices[v->n++] = (mcd_slice){lname(d, g), place[gi].start, g->n, g->result, g->report};
         }
         if (v->n > 1)
             qsort(v->slices, v->n, sizeof *v->slices, cmp_slice);
@@ -512,7 +567,7 @@ size_t mcd_learner_count(const mcd_set *d)
 
 const char *mcd_learner_name(const mcd_set *d, size_t i)
 {
-    return i < d->nlearners ? d->learners[i].name : NULL;
+    return i < d->nlearners ? learner_label(&d->learners[i]) : NULL;
 }
 
 size_t mcd_results(const mcd_set *d, size_t i, const char *task, const cJSON **out, size_t max)

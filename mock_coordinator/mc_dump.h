@@ -2,14 +2,20 @@
  * checks them against what the mock coordinator sent.
  *
  * Dump lines (one JSON object per line; other objects are ignored):
- *   {"learner": "learner2", "learn": n, "index": i, "item": <item>}
+ *   {"learner": "learner2", "task_id": T, "learn": n, "index": i, "item": <item>}
  *       learner2 received <item> as element i of its slice in its learn
- *       task number n;
- *   {"learner": "learner2", "task": NAME, "result": <result>[, "learn": n]}
- *       learner2 sent <result> for a task NAME.
- * A learner's learn results are paired with its learns by "learn" when the
- * result lines carry it, else in order (the k-th learn result belongs to
- * the k-th learn number seen in its item lines).
+ *       task number n, whose protocol task id is T;
+ *   {"learner": "learner2", "task_id": T, "task": NAME, "report": R, "result": <result>[, "learn": n]}
+ *       learner2 sent <result> for a task NAME, as a report R ("complete",
+ *       "fail", "malformed", "truncated").
+ * "task_id" and "report" may be absent (older dumps). A learner is its id
+ * within one dump file (two processes that both name a learner "learner0"
+ * are two learners; messages then add the file to the id). A learn is its
+ * task id, else its learn number. Learn results are paired with learns by
+ * task id, else by "learn", else in order (the k-th learn result belongs to
+ * the k-th learn seen in the item lines) when the counts agree; a learn
+ * whose learner never reported it (it crashed) has no result, and does not
+ * stop the pairing of the others.
  *
  * The item check (mcd_check_items): every item sent in a delivered round
  * reached exactly one learner once; no unknown item (an id that was not
@@ -59,6 +65,8 @@ typedef struct {
     const char *learner;  /* borrowed from the set */
     size_t start, len;    /* the run rounds[i].items[start .. start+len) */
     const cJSON *result;  /* its learn result from the dumps, or NULL */
+    const char *report;   /* how the result was reported, or NULL (not
+                             said: taken as "complete") */
 } mcd_slice;
 
 typedef struct {

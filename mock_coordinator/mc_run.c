@@ -546,6 +546,8 @@ static void check_dumps(run *r)
     LOG_INFO(NULL, "dumps: %zu learner%s, %zu learn round%s sent, %zu merge%s and %zu get-data sum%s checked",
              mcd_learner_count(d), mcd_learner_count(d) == 1 ? "" : "s", n, n == 1 ? "" : "s", merged,
              merged == 1 ? "" : "s", gd, gd == 1 ? "" : "s");
+    EVT_EMIT(dumps_checked, .learners = (int64_t)mcd_learner_count(d), .rounds = (int64_t)n,
+             .merges = (int64_t)merged, .sums = (int64_t)gd);
     mcd_views_free(views, n);
     free(views);
     free(outs);

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "jsonx.h"
 #include "mc_json.h"
@@ -14,6 +15,9 @@ static bool check_round(const mcd_round *r, const mcd_view *v, const mcv_outcome
 {
     if (!v->complete || v->n == 0)
         return false; /* the item check has said why */
+    if (!o->completed)
+        return false; /* a failed learn has no merge to check; that it failed
+                         is a failure of its own unless a script expected it */
     const cJSON **vals = xcalloc(v->n, sizeof *vals);
     const char **names = xcalloc(v->n, sizeof *names);
     bool checked = false;
@@ -25,18 +29,22 @@ static bool check_round(const mcd_round *r, const mcd_view *v, const mcv_outcome
             break;
     }
     if (i < v->n) {
-        mc_fail_add(f, "round %lu: %s's learn result is not in the dumps; cannot check the merge", r->round, names[i]);
+        /* The dump line is written before the report is sent. */
+        mc_fail_add(f,
+                    "round %lu: the aggregator completed the learn task, but %s never reported its slice (items r%lu-%zu.."
+                    "r%lu-%zu; no learn result in the dumps)",
+                    r->round, names[i], r->round, v->slices[i].start, r->round, v->slices[i].start + v->slices[i].len - 1);
         goto out;
     }
+    for (i = 0; i < v->n; i++)
+        if (v->slices[i].report && strcmp(v->slices[i].report, "complete") != 0) {
+            mc_fail_add(f, "round %lu: the aggregator completed the learn task, but %s's report of its slice was "
+                           "\"%s\", not \"complete\"",
+                        r->round, names[i], v->slices[i].report);
+            goto out;
+        }
     char err[512];
     cJSON *want = mco_merge(vals, names, v->n, err, sizeof err);
-    if (!o->completed) {
-        /* A learn that fails is already a failure of its own, unless a
-         * script expected it; when the merge itself must fail, failing is
-         * the right answer. */
-        cJSON_Delete(want);
-        goto out;
-    }
     if (!want) {
         mc_fail_add(f, "round %lu: the aggregator completed the learn task, but the learners' results cannot be merged "
                        "(%s), so it should have failed",

@@ -4,6 +4,10 @@
  * order, and compares it with what it did return (as JSON values, numbers
  * exact). A round with a single learner whose result came back unchanged is
  * taken as a direct run against one learner (no aggregator in between).
+ * A round whose learn task failed has no merge to check (a learner that died
+ * mid-learn has no result; that is not a failure); a completed round whose
+ * learner never reported its slice, or reported it as anything but
+ * "complete", is a failure.
  *
  * Ownership: everything borrowed. Threading: pure functions. */
 #ifndef MC_VERIFY_H

@@ -69,14 +69,25 @@ static void put_line_safe(xbuf *b, const char *text, size_t len)
             b->data[i] = ' ';
 }
 
-int dump_learn_items(dump *d, const char *learner, unsigned long learn_n, const cJSON *items)
+/* A JSON string literal of s (escaped). */
+static char *json_str(const char *s)
+{
+    cJSON *j = cJSON_CreateString(s ? s : "");
+    char *t = jsonx_print(j);
+    cJSON_Delete(j);
+    return t;
+}
+
+int dump_learn_items(dump *d, const char *learner, const char *task_id, unsigned long learn_n, const cJSON *items)
 {
     if (!d || !cJSON_IsArray(items))
         return 0;
     xbuf b = {0};
+    char *tid = json_str(task_id);
     size_t i = 0;
     for (const cJSON *it = items->child; it; it = it->next, i++) {
-        xbuf_printf(&b, "{\"learner\": \"%s\", \"learn\": %lu, \"index\": %zu, \"item\": ", learner, learn_n, i);
+        xbuf_printf(&b, "{\"learner\": \"%s\", \"task_id\": %s, \"learn\": %lu, \"index\": %zu, \"item\": ", learner,
+                    tid, learn_n, i);
         if (cJSON_IsRaw(it)) {
             put_line_safe(&b, it->valuestring, strlen(it->valuestring));
         } else {
@@ -86,23 +97,27 @@ int dump_learn_items(dump *d, const char *learner, unsigned long learn_n, const 
         }
         xbuf_puts(&b, "}\n");
     }
+    free(tid);
     int rc = b.len ? write_all(d, b.data, b.len) : 0;
     xbuf_free(&b);
     return rc;
 }
 
-int dump_result(dump *d, const char *learner, const char *task, const char *report, const char *result_json)
+int dump_result(dump *d, const char *learner, const char *task_id, const char *task, unsigned long learn_n,
+                const char *report, const char *result_json)
 {
     if (!d)
         return 0;
-    cJSON *name = cJSON_CreateString(task);
-    char *nt = jsonx_print(name);
-    cJSON_Delete(name);
+    char *nt = json_str(task), *tid = json_str(task_id);
     xbuf b = {0};
-    xbuf_printf(&b, "{\"learner\": \"%s\", \"task\": %s, \"report\": \"%s\", \"result\": ", learner, nt, report);
+    xbuf_printf(&b, "{\"learner\": \"%s\", \"task_id\": %s, \"task\": %s, ", learner, tid, nt);
+    if (learn_n)
+        xbuf_printf(&b, "\"learn\": %lu, ", learn_n);
+    xbuf_printf(&b, "\"report\": \"%s\", \"result\": ", report);
     put_line_safe(&b, result_json, strlen(result_json));
     xbuf_puts(&b, "}\n");
     free(nt);
+    free(tid);
     int rc = write_all(d, b.data, b.len);
     xbuf_free(&b);
     return rc;

@@ -2,14 +2,17 @@
  * lines appended to one file (--dump), so that tests can check exactly-once
  * delivery and what each learner answered.
  *
- *   {"learner": "learner2", "learn": 3, "index": 0, "item": <item text>}
+ *   {"learner": "learner2", "task_id": ID, "learn": 3, "index": 0, "item": <item text>}
  *       one per data item of a learn task, when the task is accepted;
- *       "learn" is the n-th learn task of that learner (1-based), "index"
+ *       "task_id" is the protocol's task id (the one of /task/new and of
+ *       the report), "learn" is the n-th learn task of that learner
+ *       (1-based; it starts again at 1 when the process restarts), "index"
  *       the item's position in the slice, "item" its exact JSON text (a
  *       newline or carriage return between tokens becomes a space, so that
  *       a line stays a line)
- *   {"learner": "learner2", "task": NAME, "report": R, "result": <JSON>}
- *       one per report sent; R is "complete", "fail", "malformed" or
+ *   {"learner": "learner2", "task_id": ID, "task": NAME[, "learn": n], "report": R, "result": <JSON>}
+ *       one per report sent, written before it is sent ("learn" for a
+ *       learn task whose items were dumped); R is "complete", "fail", "malformed" or
  *       "truncated" (for the last two, "result" is what the garbled report
  *       carried)
  *
@@ -32,9 +35,12 @@ dump *dump_open(const char *path, char *err, size_t errlen);
 void dump_close(dump *d);
 
 /* The items of one learn task (items: a JSON list; its elements may be raw
- * text items of jsonx_parse_shallow). Returns 0 or -1 (logged). */
-int dump_learn_items(dump *d, const char *learner, unsigned long learn_n, const cJSON *items);
-/* One report. result_json: the result as JSON text. */
-int dump_result(dump *d, const char *learner, const char *task, const char *report, const char *result_json);
+ * text items of jsonx_parse_shallow). task_id: the protocol's task id (of
+ * /task/new). Returns 0 or -1 (logged). */
+int dump_learn_items(dump *d, const char *learner, const char *task_id, unsigned long learn_n, const cJSON *items);
+/* One report of task task_id (named task; learn_n > 0: the learn number of
+ * a learn task). result_json: the result as JSON text. */
+int dump_result(dump *d, const char *learner, const char *task_id, const char *task, unsigned long learn_n,
+                const char *report, const char *result_json);
 
 #endif

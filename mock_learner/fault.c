@@ -134,6 +134,7 @@ struct fault_set {
     int next_id;
     int learner_count;
     char *prefix;
+    int id_base; /* learner k is <prefix><id_base + k> */
     uint64_t seed;
 };
 
@@ -146,6 +147,11 @@ fault_set *fault_set_new(int learner_count, const char *id_prefix, uint64_t seed
     fs->prefix = xstrdup(id_prefix);
     fs->seed = seed;
     return fs;
+}
+
+void fault_set_id_base(fault_set *fs, int base)
+{
+    fs->id_base = base;
 }
 
 static void fault_release(fault *f)
@@ -193,27 +199,30 @@ size_t fault_set_count(const fault_set *fs)
 
 /* "2" or "<prefix>2" -> 2; -1 if it names no learner. prefixed: only the
  * second form. */
-static int learner_index(int count, const char *prefix, const char *ref, bool prefixed)
+static int learner_index(int count, const char *prefix, int id_base, const char *ref, bool prefixed)
 {
     const char *digits = ref;
     size_t pl = strlen(prefix);
-    if (strncmp(ref, prefix, pl) == 0 && ref[pl] != '\0')
+    long base = 0; /* an id counts from id_base, an index from 0 */
+    if (strncmp(ref, prefix, pl) == 0 && ref[pl] != '\0') {
         digits = ref + pl;
-    else if (prefixed)
+        base = id_base;
+    } else if (prefixed) {
         return -1;
+    }
     if (*digits < '0' || *digits > '9' || (digits[0] == '0' && digits[1] != '\0'))
         return -1;
     char *end;
     errno = 0;
     long v = strtol(digits, &end, 10);
-    if (errno || *end || v < 0 || v >= count)
+    if (errno || *end || v < base || v - base >= count)
         return -1;
-    return (int)v;
+    return (int)(v - base);
 }
 
 int fault_learner_index(const fault_set *fs, const char *ref)
 {
-    return learner_index(fs->learner_count, fs->prefix, ref, false);
+    return learner_index(fs->learner_count, fs->prefix, fs->id_base, ref, false);
 }
 
 /* ---- validation ---- */
@@ -313,7 +322,7 @@ static bool parse_param(const cJSON *spec, const param *pa, fault *f, fault_erro
     return true;
 }
 
-static bool parse_fault(int learner_count, const char *prefix, const cJSON *spec, bool at_start, fault *f,
+static bool parse_fault(int learner_count, const char *prefix, int id_base, const cJSON *spec, bool at_start, fault *f,
                         fault_error *e)
 {
     memset(f, 0, sizeof *f);
@@ -349,10 +358,13 @@ static bool parse_fault(int learner_count, const char *prefix, const cJSON *spec
         if (cJSON_IsString(l) && strcmp(l->valuestring, "all") == 0) {
             f->learner = -1;
         } else if (cJSON_IsString(l)) {
-            f->learner = learner_index(learner_count, prefix, l->valuestring, true);
+            f->learner = learner_index(learner_count, prefix, id_base, l->valuestring, true);
+            if (f->learner < 0 && learner_count == 1)
+                return ferr(e, "learner", "'%.64s' names no learner (the id is %s%d, or \"all\")", l->valuestring,
+                            prefix, id_base);
             if (f->learner < 0)
-                return ferr(e, "learner", "'%.64s' names no learner (ids are %s0..%s%d, or \"all\")",
-                            l->valuestring, prefix, prefix, learner_count - 1);
+                return ferr(e, "learner", "'%.64s' names no learner (ids are %s%d..%s%d, or \"all\")",
+                            l->valuestring, prefix, id_base, prefix, id_base + learner_count - 1);
         } else if (jsonx_get_i64(l, &idx)) {
             if (idx < 0 || idx >= learner_count)
                 return ferr(e, "learner", "%lld is out of range 0..%d", (long long)idx, learner_count - 1);
@@ -430,7 +442,7 @@ fail:
 bool fault_check(const cJSON *spec, int learner_count, const char *id_prefix, bool at_start, fault_error *e)
 {
     fault f;
-    if (!parse_fault(learner_count, id_prefix, spec, at_start, &f, e))
+    if (!parse_fault(learner_count, id_prefix, 0, spec, at_start, &f, e))
         return false;
     fault_release(&f);
     return true;
@@ -462,7 +474,7 @@ int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *no
     size_t i = 0;
     for (const cJSON *it = list ? spec->child : spec; i < n; it = it->next, i++) {
         fault_error e;
-        if (!parse_fault(fs->learner_count, fs->prefix, it, at_start, &tmp[i], &e)) {
+        if (!parse_fault(fs->learner_count, fs->prefix, fs->id_base, it, at_start, &tmp[i], &e)) {
             char where[48] = "";
             if (list)
                 snprintf(where, sizeof where, "fault %zu of the list: ", i + 1);

@@ -106,6 +106,9 @@ typedef struct fault_set fault_set;
 /* learner_count and id_prefix resolve "learner" members ("learner2" is index
  * 2 when the prefix is "learner"); seed drives "prob". */
 fault_set *fault_set_new(int learner_count, const char *id_prefix, uint64_t seed);
+/* Learner k is named <id_prefix><base + k> (mock_learner --id-base); 0 by
+ * default. */
+void fault_set_id_base(fault_set *fs, int base);
 void fault_set_free(fault_set *fs);
 
 /* A state fault that acts at once: the caller applies it. */

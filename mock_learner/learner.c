@@ -16,6 +16,7 @@
 #include "jsonx.h"
 #include "slave.h"
 #include "xalloc.h"
+#include "util.h"
 
 #define NAME_SLOTS 64    /* distinct task names counted per learner */
 #define NAME_LEN_MAX 256 /* longer names are counted under "(other)" */
@@ -39,6 +40,7 @@ typedef struct {
     bool complete; /* normal report: complete, else fail */
     bool learn_ok; /* a valid learn task: the iteration advances */
     uint64_t t0_us; /* received */
+    unsigned long learn_n; /* a learn task: its number on this learner (1-based); else 0 */
     cJSON *result; /* the learner's own result */
     fault_plan plan;
 } work;
@@ -83,32 +85,9 @@ struct learner {
  * to it is refused. */
 static int bind_socket(const char *host, int port, int *bound_port, char *err, size_t errlen)
 {
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV | AI_PASSIVE;
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    int rc = getaddrinfo(host, ps, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "cannot resolve listen address '%s': %s", host, gai_strerror(rc));
+    int fd = util_tcp_bind(host, port, -1, true, err, errlen);
+    if (fd < 0)
         return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket() failed: %s (raise the open file limit?)", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, res->ai_addr, res->ai_addrlen) < 0) {
-        snprintf(err, errlen, "cannot bind %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
     struct sockaddr_storage ss = {0};
     socklen_t sl = sizeof ss;
     if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
@@ -280,7 +259,8 @@ static cJSON *answer(learner *l, const char *name, const cJSON *data, const faul
         }
         int n = cJSON_GetArraySize(items);
         l->learn_items += (unsigned long)n;
-        dump_learn_items(l->env.dump, l->id, l->learn_tasks, items);
+        l->cur.learn_n = l->learn_tasks;
+        dump_learn_items(l->env.dump, l->id, l->cur.id, l->learn_tasks, items);
         if (n != l->batch_size) {
             *complete = false;
             return fail_message("%s: learn data has %d items, expected batch size %d", l->id, n, l->batch_size);
@@ -347,12 +327,12 @@ static void on_work_done(ev_loop *loop, void *data)
         char *body = report_body(w->id, text, mal);
         size_t len = strlen(body);
         cJSON_Delete(res);
-        dump_result(l->env.dump, l->id, w->name, kind, text);
+        dump_result(l->env.dump, l->id, w->id, w->name, w->learn_n, kind, text);
         /* truncated: half the bytes under a Content-Length of all of them */
         rc = slave_task_report_raw(l->slave, w->id, path, body, mal ? len : len / 2, mal ? 0 : len);
     } else {
         kind = complete ? "complete" : "fail";
-        dump_result(l->env.dump, l->id, w->name, kind, text);
+        dump_result(l->env.dump, l->id, w->id, w->name, w->learn_n, kind, text);
         rc = complete ? slave_task_complete(l->slave, w->id, res) : slave_task_fail(l->slave, w->id, res);
     }
     if (rc < 0) {
@@ -513,11 +493,11 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
         jsonx_unref(own, slave_task_text(l->slave));
         data = own;
     }
-    w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
-    cJSON_Delete(own);
     w->id = xstrdup(task_id);
     w->name = xstrdup(cname);
     w->t0_us = ev_now_us();
+    w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
+    cJSON_Delete(own);
     w->plan = plan;
     if (plan.die || plan.drop)
         return; /* accepted; the learner goes before it can report */
@@ -545,6 +525,7 @@ static int start_listening(learner *l, char *err, size_t errlen)
     sc.channel = l->env.channel;
     sc.heartbeat_span_ms = l->env.heartbeat_span_ms;
     sc.allow_fast_heartbeat = true;
+    sc.allow_master = l->env.allow_master;
     sc.raw_depth = 2;   /* each learn data item stays raw text, */
     sc.raw_refs = true; /* validated in the body, not copied */
     slave_callbacks cbs = {

@@ -43,6 +43,7 @@ typedef struct {
     const char *host;        /* address to listen on */
     int channel;
     long heartbeat_span_ms;
+    const struct slave_allow *allow_master; /* --allow-master; NULL: anyone */
 } learner_env;
 
 typedef struct {

@@ -131,6 +131,7 @@ int main(int argc, char **argv)
     raise_fd_limit();
 
     a.faults = fault_set_new(a.o.count, a.o.id_prefix, a.o.seed);
+    fault_set_id_base(a.faults, a.o.id_base);
     fault_now *now = xcalloc(FAULT_MAX, sizeof *now);
     size_t nnow = 0;
     if (load_faults(&a, now, &nnow) < 0) {
@@ -160,6 +161,7 @@ int main(int argc, char **argv)
         .host = a.o.host,
         .channel = a.o.channel,
         .heartbeat_span_ms = a.o.heartbeat_span_ms,
+        .allow_master = a.o.allow_master,
     };
     a.learners = xcalloc((size_t)a.o.count, sizeof *a.learners);
     for (int k = 0; k < a.o.count; k++) {

@@ -8,15 +8,17 @@
 #include <string.h>
 
 #include "fault.h"
+#include "slave.h"
 #include "xalloc.h"
+#include "util.h"
 
 #define DEFAULT_BATCH 8
 #define MAX_MS 86400000L
 
 enum {
     O_COUNT = 256, O_BASE_PORT, O_HOST, O_BATCH, O_BATCHES, O_LEARN, O_LEARNS, O_CONTROL, O_CHANNEL, O_HB,
-    O_PREFIX, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION, O_ID_BASE, O_LABEL, O_EVENTS,
-    O_EVENTS_LEARNER,
+    O_PREFIX, O_ID_BASE, O_ALLOW_MASTER, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION,
+    O_LABEL, O_EVENTS, O_EVENTS_LEARNER,
 };
 
 static const struct option long_opts[] = {
@@ -32,6 +34,7 @@ static const struct option long_opts[] = {
     {"heartbeat-span-ms", required_argument, NULL, O_HB},
     {"id-prefix", required_argument, NULL, O_PREFIX},
     {"id-base", required_argument, NULL, O_ID_BASE},
+    {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
     {"label-prefix", required_argument, NULL, O_LABEL},
     {"events", required_argument, NULL, O_EVENTS},
     {"events-max-bytes", required_argument, NULL, O_EVENTS},
@@ -55,7 +58,7 @@ void opts_help(FILE *out)
             "\n"
             "Runs N mock DI-engine learners (slaves of the interaction protocol) in one\n"
             "process on one event loop, with fault injection. Learner k is named\n"
-            "<prefix>k (k from 0). Once every learner that should listen listens, one\n"
+            "<prefix><base+k> (k from 0). Once every learner that should listen listens, one\n"
             "line is printed on stdout:\n"
             "  {\"ready\": true, \"control_port\": P, \"learners\": [{\"id\": \"learner0\", \"port\": P}, ...]}\n"
             "\n"
@@ -72,8 +75,16 @@ void opts_help(FILE *out)
             "  --channel N             the learners' channel (default 0)\n"
             "  --heartbeat-span-ms MS  heartbeat period (default 3000)\n"
             "  --id-prefix S           learner id prefix (default learner; [A-Za-z0-9_.-], at most %d)\n"
-            "  --id-base N             learner k is named <prefix><N+k> (default 0), so that the ids\n"
-            "                          of several processes are the ids an aggregator knows them by\n"
+            "  --id-base N             number of the first learner (default 0): with --id-base 4\n"
+            "                          the learners are learner4, learner5, ..., so that several\n"
+            "                          processes give unique ids; faults and the control API\n"
+            "                          name a learner by its index (from 0) or its id\n"
+            "  --allow-master ADDR[/PREFIX],...\n"
+            "                          who may connect as master (repeatable; IPv4 and IPv6):\n"
+            "                          a /connect from another address, or naming a master\n"
+            "                          address (an IP literal) outside the list, is refused\n"
+            "                          with 403 (code 503). Default: anyone, with a warning\n"
+            "                          when --host is not loopback\n"
             "  --label-prefix S        learner k's label in events is <S>k (default: its id)\n"
             "  --dump FILE             append JSON lines: each learn data item received and each\n"
             "                          result sent\n"
@@ -136,18 +147,16 @@ void opts_help(FILE *out)
 
 static bool parse_long(const char *flag, const char *s, long lo, long hi, long *out, char *err, size_t errlen)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno == ERANGE || end == s || *end) {
+    int64_t v;
+    if (!util_parse_i64(s, LONG_MIN, LONG_MAX, &v)) {
         snprintf(err, errlen, "%s: '%.64s' is not an integer", flag, s);
         return false;
     }
     if (v < lo || v > hi) {
-        snprintf(err, errlen, "%s: %ld is out of range %ld..%ld", flag, v, lo, hi);
+        snprintf(err, errlen, "%s: %lld is out of range %ld..%ld", flag, (long long)v, lo, hi);
         return false;
     }
-    *out = v;
+    *out = (long)v;
     return true;
 }
 
@@ -262,6 +271,15 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
             o->id_prefix = optarg;
             break;
         }
+        case O_ID_BASE:
+            if (!parse_long("--id-base", optarg, 0, OPTS_MAX_ID_BASE, &v, err, errlen))
+                return -1;
+            o->id_base = (int)v;
+            break;
+        case O_ALLOW_MASTER:
+            if (slave_allow_flag(&o->allow_master, optarg, err, errlen) < 0)
+                return -1;
+            break;
         case O_DUMP:
             if (!*optarg) {
                 snprintf(err, errlen, "--dump: the file name is empty");
@@ -282,11 +300,6 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
         }
         case O_FAULT:
             o->faults[o->nfaults++] = optarg;
-            break;
-        case O_ID_BASE:
-            if (!parse_long("--id-base", optarg, 0, 100000000L, &v, err, errlen))
-                return -1;
-            o->id_base = (int)v;
             break;
         case O_LABEL:
             if (!*optarg || strlen(optarg) > OPTS_PREFIX_MAX) {
@@ -393,5 +406,6 @@ void opts_free(opts *o)
     free(o->batch_sizes);
     free(o->learn_times_ms);
     free(o->faults);
+    slave_allow_free(o->allow_master);
     memset(o, 0, sizeof *o);
 }

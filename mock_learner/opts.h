@@ -18,6 +18,7 @@
 #define OPTS_MAX_COUNT 10000
 #define OPTS_MAX_BATCH 1000000
 #define OPTS_PREFIX_MAX 64
+#define OPTS_MAX_ID_BASE 1000000000
 
 typedef struct {
     int count;
@@ -35,6 +36,7 @@ typedef struct {
     const char *events_learner; /* the events' "learner": {id} and {port}
                                    replaced; NULL: the id */
     const char *dump_path;    /* NULL: no dump */
+    struct slave_allow *allow_master; /* --allow-master (owned); NULL: anyone */
     uint64_t seed;
     const char **faults;      /* --fault texts, in order */
     size_t nfaults;

@@ -18,6 +18,7 @@
 #include "mo_fault.h"
 #include "mo_http.h"
 #include "mo_journal.h"
+#include "util.h"
 #include "xalloc.h"
 
 /* A request whose answer waits for a delay fault's timer. */
@@ -147,44 +148,12 @@ static void drop_pending(mo_server *s, const char *why)
     }
 }
 
-/* A listening socket on host:port with SO_REUSEADDR only. (hs's own socket
- * also gets SO_REUSEPORT, which lets a second process bind a port in use
- * without an error; the mock must fail instead.) Returns the fd or -1. */
-static int open_listener(const char *host, int port, char *err, size_t errlen)
-{
-    struct addrinfo hints = {0}, *res = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    char service[16];
-    snprintf(service, sizeof service, "%d", port);
-    int rc = getaddrinfo(host, service, &hints, &res);
-    if (rc != 0 || !res) {
-        snprintf(err, errlen, "cannot resolve listen address '%s': %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, errlen, "socket() for %s:%d failed: %s", host, port, strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    int one = 1;
-    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
-        bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 128) < 0) {
-        snprintf(err, errlen, "cannot listen on %s:%d: %s", host, port, strerror(errno));
-        close(fd);
-        freeaddrinfo(res);
-        return -1;
-    }
-    freeaddrinfo(res);
-    return fd;
-}
-
-/* Starts an hs server on its own listening socket (see open_listener). */
+/* Starts an hs server on its own listening socket (SO_REUSEADDR only: a
+ * second mock on a port in use fails). */
 static hs_server *start_http(mo_server *s, int port, hs_handler handler, int *fd_out, char *err,
                              size_t errlen)
 {
-    int fd = open_listener(s->host, port, err, errlen);
+    int fd = util_tcp_bind(s->host, port, 128, true, err, errlen);
     if (fd < 0)
         return NULL;
     hs_config cfg;

@@ -4,6 +4,7 @@
  * per scenario and a summary table, and writes JUnit and HTML reports. */
 #include <errno.h>
 #include <dirent.h>
+#include <libgen.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,9 +29,15 @@ static void usage(FILE *out)
           "\n"
           "  -j, --jobs N            run N scenarios side by side (default 1)\n"
           "      --seed S            replace every scenario's seed with S\n"
+          "      --seeds A..B        run every scenario once with each seed from A to B\n"
+          "      --repeat N          run every scenario (with each seed) N times; with\n"
+          "                          --seeds or --repeat the summary gives each scenario's\n"
+          "                          pass rate\n"
           "      --filter TEXT       only scenarios whose name contains TEXT (repeatable)\n"
-          "      --out DIR           run folders go to DIR/runs/<scenario>-<seed>/ (default: out)\n"
-          "      --junit FILE        write a JUnit XML report\n"
+          "      --out DIR           run folders go to DIR/runs/<scenario>-<seed>/, or\n"
+          "                          <scenario>-<seed>.N when that exists (default: out)\n"
+          "      --junit FILE        write a JUnit XML report (also when a file is invalid\n"
+          "                          or the run is interrupted; an old FILE is removed first)\n"
           "      --html FILE         write a self-contained HTML report\n"
           "      --bin-dir DIR       where aggregator, mock_learner, mock_coordinator and\n"
           "                          mock_operator are (default: the build tree around run_scenarios)\n"
@@ -45,17 +52,23 @@ static void usage(FILE *out)
           "      --help, --version\n"
           "\n"
           "Exit status: 0 every scenario passed; 1 a scenario failed; 2 a usage error or an\n"
-          "invalid scenario file (each error as FILE:LINE: what is wrong).\n"
+          "invalid scenario file (each error as FILE:LINE: what is wrong); 128 + N after\n"
+          "signal N (SIGINT, SIGTERM, SIGHUP): every process is killed at once, the\n"
+          "scenarios not yet started are reported as skipped, and the reports are written.\n"
+          "A second signal exits at once, without reports.\n"
           "A failed scenario prints the command that replays it; every process's log is in\n"
           "its run folder.\n",
           out);
 }
 
 typedef struct {
-    sc_scenario *s;
+    sc_scenario *s; /* borrowed */
+    bool has_seed;  /* seed replaces the scenario's */
+    uint64_t seed;
+    int attempt; /* 1.. with --repeat or --seeds; 0: one run */
     sc_run *run;
-    int state; /* 0 queued, 1 running, 2 done */
-    size_t order;
+    sc_result *unrun; /* not started (the runner was interrupted): owned */
+    int state;        /* 0 queued, 1 running, 2 done */
 } job;
 
 typedef struct {
@@ -187,6 +200,13 @@ static void on_progress(ev_loop *loop, void *data)
         a->progress = ev_timer_start(loop, 200, on_progress, a);
 }
 
+/* The loop ends when nothing runs and nothing more will start. */
+static void maybe_stop(app *a)
+{
+    if (a->running == 0 && (a->next >= a->njobs || a->signalled))
+        ev_stop(a->loop);
+}
+
 static void on_run_done(void *ud, sc_run *run)
 {
     app *a = ud;
@@ -206,15 +226,14 @@ static void on_run_done(void *ud, sc_run *run)
     if (!r->passed)
         a->failed++;
     clear_progress(a);
-    printf("[%*zu/%zu] %s  %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
-           r->passed ? "PASS" : "FAIL", r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok, r->nchecks);
+    printf("[%*zu/%zu] %-5s %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
+           sc_outcome_word(r->outcome), r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok, r->nchecks);
     if (!r->passed)
         sc_report_failure(stdout, r);
     fflush(stdout);
     draw_progress(a);
     start_next(a);
-    if (a->running == 0 && a->next >= a->njobs)
-        ev_stop(a->loop);
+    maybe_stop(a);
 }
 
 static void start_next(app *a)
@@ -223,7 +242,13 @@ static void start_next(app *a)
         job *j = &a->jobs[a->queue[a->next++]];
         j->state = 1;
         a->running++;
-        j->run = sc_run_start(a->loop, a->set, j->s, &a->opts, on_run_done, a);
+        sc_run_opts o = a->opts;
+        if (j->has_seed) {
+            o.has_seed = true;
+            o.seed = j->seed;
+        }
+        o.attempt = j->attempt;
+        j->run = sc_run_start(a->loop, a->set, j->s, &o, on_run_done, a);
     }
     if (a->running && !a->progress && a->tty && !a->quiet)
         a->progress = ev_timer_start(a->loop, 200, on_progress, a);
@@ -233,6 +258,17 @@ static void on_sigchld(ev_loop *loop, int signum, void *data)
 {
     app *a = data;
     sc_procset_reap(a->set);
+}
+
+static const char *signame(int sig)
+{
+    static char buf[32];
+    const char *n = sigabbrev_np(sig);
+    if (n)
+        snprintf(buf, sizeof buf, "SIG%s", n);
+    else
+        snprintf(buf, sizeof buf, "signal %d", sig);
+    return buf;
 }
 
 static void on_sigterm(ev_loop *loop, int signum, void *data)
@@ -245,12 +281,16 @@ static void on_sigterm(ev_loop *loop, int signum, void *data)
     }
     a->signalled = signum;
     clear_progress(a);
-    fprintf(stderr, "run_scenarios: signal %d: stopping every scenario\n", signum);
+    size_t queued = a->njobs - a->next;
+    fprintf(stderr, "run_scenarios: %s: killing %zu running scenario%s; %zu not started\n", signame(signum), a->running,
+            a->running == 1 ? "" : "s", queued);
+    char why[128];
+    snprintf(why, sizeof why, "the runner was interrupted by %s after %.1f s", signame(signum),
+             (double)(ev_now_ms() - a->start_ms) / 1000.0);
     for (size_t i = 0; i < a->njobs; i++)
         if (a->jobs[i].state == 1)
-            sc_run_abort(a->jobs[i].run, "the runner was interrupted");
-    if (a->running == 0)
-        ev_stop(loop);
+            sc_run_abort(a->jobs[i].run, why);
+    maybe_stop(a);
 }
 
 /* Longest first: big scenarios start early so -j N ends sooner. */
@@ -259,26 +299,14 @@ static long weight(const sc_scenario *s)
     return (long)s->nlearners * 20 + s->min_run_ms + s->timeout_ms / 50;
 }
 
-/* Frees what main() read before running anything (early exits). */
-static void free_inputs(sc_scenario **sc, size_t nsc, char **files, size_t nfiles, char **paths, char **filters)
-{
-    for (size_t i = 0; i < nsc; i++)
-        sc_scenario_free(sc[i]);
-    free(sc);
-    for (size_t i = 0; i < nfiles; i++)
-        free(files[i]);
-    free(files);
-    free(paths);
-    free(filters);
-}
-
 /* The command line. */
 typedef struct {
     int max_jobs;
     const char *bin_dir, *out_dir, *junit, *html, *log_level;
     const char *exe_over[4];
-    bool check_only, list, verbose, quiet, has_seed;
-    uint64_t seed;
+    bool check_only, list, verbose, quiet, has_seed, has_seeds;
+    uint64_t seed, seed_lo, seed_hi;
+    int repeat;
     char **filters;
     size_t nfilters;
     char **paths;
@@ -287,6 +315,93 @@ typedef struct {
 
 static const char *const exe_names[4] = {"aggregator", "mock_learner", "mock_coordinator", "mock_operator"};
 static const char *const exe_flags[4] = {"--aggregator", "--mock-learner", "--mock-coordinator", "--mock-operator"};
+
+#define SEEDS_MAX 100000 /* runs of one scenario at most (--seeds times --repeat) */
+
+/* "A..B" into lo and hi. */
+static bool parse_seed_range(const char *v, uint64_t *lo, uint64_t *hi)
+{
+    const char *dots = strstr(v, "..");
+    if (!dots || dots == v)
+        return false;
+    char a[32];
+    if ((size_t)(dots - v) >= sizeof a)
+        return false;
+    memcpy(a, v, (size_t)(dots - v));
+    a[dots - v] = '\0';
+    return util_parse_u64(a, lo) && util_parse_u64(dots + 2, hi) && *lo <= *hi;
+}
+
+/* One flag that takes a value (val); 0 handled, 2 a usage error. */
+static int value_flag(cli *c, const char *f, const char *val, bool *matched)
+{
+    *matched = true;
+    int64_t n;
+    if (strcmp(f, "-j") == 0 || strcmp(f, "--jobs") == 0) {
+        if (!util_parse_i64(val, 1, 64, &n)) {
+            fprintf(stderr, "run_scenarios: --jobs: \"%s\" is not a number from 1 to 64\n", val);
+            return 2;
+        }
+        c->max_jobs = (int)n;
+    } else if (strcmp(f, "--seed") == 0) {
+        if (!util_parse_u64(val, &c->seed)) {
+            fprintf(stderr, "run_scenarios: --seed: \"%s\" is not an integer >= 0\n", val);
+            return 2;
+        }
+        c->has_seed = true;
+    } else if (strcmp(f, "--seeds") == 0) {
+        if (!parse_seed_range(val, &c->seed_lo, &c->seed_hi)) {
+            fprintf(stderr, "run_scenarios: --seeds: \"%s\" is not a range A..B of integers with A <= B\n", val);
+            return 2;
+        }
+        c->has_seeds = true;
+    } else if (strcmp(f, "--repeat") == 0) {
+        if (!util_parse_i64(val, 1, SEEDS_MAX, &n)) {
+            fprintf(stderr, "run_scenarios: --repeat: \"%s\" is not a number from 1 to %d\n", val, SEEDS_MAX);
+            return 2;
+        }
+        c->repeat = (int)n;
+    } else if (strcmp(f, "--filter") == 0) {
+        c->filters = xrealloc(c->filters, (c->nfilters + 1) * sizeof *c->filters);
+        c->filters[c->nfilters++] = (char *)val;
+    } else if (strcmp(f, "--out") == 0) {
+        c->out_dir = val;
+    } else if (strcmp(f, "--junit") == 0) {
+        c->junit = val;
+    } else if (strcmp(f, "--html") == 0) {
+        c->html = val;
+    } else if (strcmp(f, "--bin-dir") == 0) {
+        c->bin_dir = val;
+    } else if (strcmp(f, "--log-level") == 0) {
+        ilog_level lv;
+        if (!ilog_parse_level(val, &lv)) {
+            fprintf(stderr, "run_scenarios: --log-level: \"%s\" is not debug, info, warn, error or off\n", val);
+            return 2;
+        }
+        c->log_level = val;
+    } else {
+        *matched = false;
+        for (int k = 0; k < 4; k++)
+            if (strcmp(f, exe_flags[k]) == 0) {
+                c->exe_over[k] = val;
+                *matched = true;
+            }
+    }
+    return 0;
+}
+
+static bool takes_value(const char *f)
+{
+    static const char *const v[] = {"-j",       "--jobs", "--seed",  "--seeds",   "--repeat",    "--filter",
+                                    "--out",    "--junit", "--html", "--bin-dir", "--log-level"};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        if (strcmp(f, v[i]) == 0)
+            return true;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(f, exe_flags[k]) == 0)
+            return true;
+    return false;
+}
 
 /* -1: go on; otherwise the exit status (--help, --version, a usage error). */
 static int parse_args(int argc, char **argv, cli *c)
@@ -301,65 +416,16 @@ static int parse_args(int argc, char **argv, cli *c)
             flagbuf[eq - f] = '\0';
             val = eq + 1;
             f = flagbuf;
+        } else if (strncmp(f, "-j", 2) == 0 && f[2]) {
+            val = f + 2;
+            f = "-j";
         }
-#define NEEDVAL()                                                                                                      \
-    do {                                                                                                               \
-        if (!val) {                                                                                                    \
-            if (i + 1 >= argc) {                                                                                       \
-                fprintf(stderr, "run_scenarios: %s needs a value\n", f);                                               \
-                return 2;                                                                                              \
-            }                                                                                                          \
-            val = argv[++i];                                                                                           \
-        }                                                                                                              \
-    } while (0)
         if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (strcmp(f, "--version") == 0) {
             printf("run_scenarios %s\n", DILEARN_VERSION);
             return 0;
-        } else if (strcmp(f, "-j") == 0 || strcmp(f, "--jobs") == 0 || strncmp(f, "-j", 2) == 0) {
-            if (strncmp(f, "-j", 2) == 0 && f[2])
-                val = f + 2;
-            else
-                NEEDVAL();
-            int64_t n;
-            if (!util_parse_i64(val, 1, 64, &n)) {
-                fprintf(stderr, "run_scenarios: --jobs: \"%s\" is not a number from 1 to 64\n", val);
-                return 2;
-            }
-            c->max_jobs = (int)n;
-        } else if (strcmp(f, "--seed") == 0) {
-            NEEDVAL();
-            if (!util_parse_u64(val, &c->seed)) {
-                fprintf(stderr, "run_scenarios: --seed: \"%s\" is not an integer >= 0\n", val);
-                return 2;
-            }
-            c->has_seed = true;
-        } else if (strcmp(f, "--filter") == 0) {
-            NEEDVAL();
-            c->filters = xrealloc(c->filters, (c->nfilters + 1) * sizeof *c->filters);
-            c->filters[c->nfilters++] = (char *)val;
-        } else if (strcmp(f, "--out") == 0) {
-            NEEDVAL();
-            c->out_dir = val;
-        } else if (strcmp(f, "--junit") == 0) {
-            NEEDVAL();
-            c->junit = val;
-        } else if (strcmp(f, "--html") == 0) {
-            NEEDVAL();
-            c->html = val;
-        } else if (strcmp(f, "--bin-dir") == 0) {
-            NEEDVAL();
-            c->bin_dir = val;
-        } else if (strcmp(f, "--log-level") == 0) {
-            NEEDVAL();
-            ilog_level lv;
-            if (!ilog_parse_level(val, &lv)) {
-                fprintf(stderr, "run_scenarios: --log-level: \"%s\" is not debug, info, warn, error or off\n", val);
-                return 2;
-            }
-            c->log_level = val;
         } else if (strcmp(f, "--check") == 0) {
             c->check_only = true;
         } else if (strcmp(f, "--list") == 0) {
@@ -368,24 +434,35 @@ static int parse_args(int argc, char **argv, cli *c)
             c->verbose = true;
         } else if (strcmp(f, "-q") == 0 || strcmp(f, "--quiet") == 0) {
             c->quiet = true;
-        } else {
-            bool matched = false;
-            for (int k = 0; k < 4; k++)
-                if (strcmp(f, exe_flags[k]) == 0) {
-                    NEEDVAL();
-                    c->exe_over[k] = val;
-                    matched = true;
-                }
-            if (!matched) {
-                if (f[0] == '-' && f[1]) {
-                    fprintf(stderr, "run_scenarios: unknown flag %s (see --help)\n", f);
+        } else if (takes_value(f)) {
+            if (!val) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "run_scenarios: %s needs a value\n", f);
                     return 2;
                 }
-                c->paths = xrealloc(c->paths, (c->npaths + 1) * sizeof *c->paths);
-                c->paths[c->npaths++] = argv[i];
+                val = argv[++i];
             }
+            bool matched;
+            if (value_flag(c, f, val, &matched) != 0)
+                return 2;
+        } else if (f[0] == '-' && f[1]) {
+            fprintf(stderr, "run_scenarios: unknown flag %s (see --help)\n", f);
+            return 2;
+        } else {
+            c->paths = xrealloc(c->paths, (c->npaths + 1) * sizeof *c->paths);
+            c->paths[c->npaths++] = argv[i];
         }
-#undef NEEDVAL
+    }
+    if (c->has_seed && c->has_seeds) {
+        fprintf(stderr, "run_scenarios: --seed and --seeds exclude each other\n");
+        return 2;
+    }
+    if (c->has_seeds &&
+        (c->seed_hi - c->seed_lo >= SEEDS_MAX || (c->seed_hi - c->seed_lo + 1) * (uint64_t)c->repeat > SEEDS_MAX)) {
+        fprintf(stderr, "run_scenarios: --seeds %llu..%llu%s: more than %d runs of each scenario\n",
+                (unsigned long long)c->seed_lo, (unsigned long long)c->seed_hi, c->repeat > 1 ? " with --repeat" : "",
+                SEEDS_MAX);
+        return 2;
     }
     if (c->npaths == 0) {
         fprintf(stderr, "run_scenarios: no scenario given (a file or a folder such as scenarios/)\n");
@@ -395,18 +472,89 @@ static int parse_args(int argc, char **argv, cli *c)
     return -1;
 }
 
-/* Loads and validates every file, keeps those the filters select. The
- * number of invalid files (their errors printed). */
-static int load_scenarios(const cli *c, char **files, size_t nfiles, sc_scenario **sc, size_t *nsc)
+/* A report file's folder must exist before anything runs (found at the end,
+ * a whole run would be lost); an old report is removed so that none is left
+ * that does not belong to this run. 0 or 2. */
+static int prepare_report(const char *flag, const char *path)
 {
-    int bad = 0;
+    if (!path)
+        return 0;
+    char *copy = xstrdup(path);
+    const char *dir = dirname(copy);
+    struct stat st;
+    int rc = 0;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "run_scenarios: %s %s: the folder %s does not exist\n", flag, path, dir);
+        rc = 2;
+    } else if (access(dir, W_OK) != 0) {
+        fprintf(stderr, "run_scenarios: %s %s: the folder %s is not writable\n", flag, path, dir);
+        rc = 2;
+    } else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "run_scenarios: %s %s: is a folder\n", flag, path);
+        rc = 2;
+    } else if (unlink(path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "run_scenarios: %s %s: cannot remove the old report: %s\n", flag, path, strerror(errno));
+        rc = 2;
+    }
+    free(copy);
+    return rc;
+}
+
+/* "NAME" of a scenario file: its base name without .json. */
+static char *file_stem(const char *path)
+{
+    const char *b = strrchr(path, '/');
+    b = b ? b + 1 : path;
+    size_t n = strlen(b);
+    if (n > 5 && strcmp(b + n - 5, ".json") == 0)
+        n -= 5;
+    return xstrndup(b, n);
+}
+
+/* The result of an invalid file: an error at the line of its first error
+ * ("FILE:LINE: what" or "FILE:LINE:COL: what"), with every error as text. */
+static sc_result *invalid_result(const char *file, const char *errs, const char *prefix)
+{
+    size_t fl = strlen(file);
+    int line = 0;
+    const char *msg = errs;
+    if (strncmp(errs, file, fl) == 0 && errs[fl] == ':') {
+        char *end;
+        long l = strtol(errs + fl + 1, &end, 10);
+        if (end != errs + fl + 1 && l > 0 && l < 1000000) {
+            line = (int)l;
+            msg = end;
+            while (*msg == ':' || (*msg >= '0' && *msg <= '9'))
+                msg++;
+            while (*msg == ' ')
+                msg++;
+        }
+    }
+    char *name = file_stem(file);
+    char *replay = xasprintf("%s --check %s", prefix, file);
+    size_t ml = strcspn(msg, "\n");
+    char *why = xasprintf("invalid scenario file: %.*s", (int)ml, msg);
+    sc_result *r = sc_result_unrun(name, file, 0, replay, SC_ERROR, why, line);
+    free(r->description);
+    r->description = xstrdup(errs); /* every error, for the report */
+    free(name);
+    free(replay);
+    free(why);
+    return r;
+}
+
+/* Loads and validates every file, keeps those the filters select. Invalid
+ * files (their errors printed) become results in invalid. */
+static void load_scenarios(const cli *c, char **files, size_t nfiles, sc_scenario **sc, size_t *nsc,
+                           sc_result **invalid, size_t *ninvalid, const char *prefix)
+{
     for (size_t i = 0; i < nfiles; i++) {
         char *errs = NULL;
         sc_scenario *s = sc_scenario_load(files[i], &errs);
         if (!s) {
             fputs(errs, stderr);
+            invalid[(*ninvalid)++] = invalid_result(files[i], errs ? errs : "", prefix);
             free(errs);
-            bad++;
             continue;
         }
         bool keep = c->nfilters == 0;
@@ -417,7 +565,6 @@ static int load_scenarios(const cli *c, char **files, size_t nfiles, sc_scenario
         else
             sc_scenario_free(s);
     }
-    return bad;
 }
 
 /* The four executables (exes[k] owned by the caller). 0, or 2 with the
@@ -476,8 +623,42 @@ static char *replay_prefix(const cli *c, const char *argv0)
     return xbuf_take(&rp);
 }
 
-/* Runs every scenario on one loop, -j N side by side, until all ended. */
-static void run_all(app *a, sc_scenario **sc, size_t nsc, const cli *c)
+/* The jobs: every scenario, with each seed of --seeds (or --seed, or its
+ * own), --repeat times. */
+static void make_jobs(app *a, sc_scenario **sc, size_t nsc, const cli *c)
+{
+    uint64_t nseeds = c->has_seeds ? c->seed_hi - c->seed_lo + 1 : 1;
+    size_t per = (size_t)nseeds * (size_t)c->repeat;
+    bool many = per > 1;
+    a->njobs = nsc * per;
+    a->jobs = xcalloc(a->njobs, sizeof *a->jobs);
+    a->queue = xcalloc(a->njobs, sizeof *a->queue);
+    size_t n = 0;
+    for (size_t i = 0; i < nsc; i++)
+        for (uint64_t k = 0; k < nseeds; k++)
+            for (int t = 0; t < c->repeat; t++) {
+                job *j = &a->jobs[n];
+                j->s = sc[i];
+                j->has_seed = c->has_seed || c->has_seeds;
+                j->seed = c->has_seeds ? c->seed_lo + k : c->seed;
+                j->attempt = many ? (int)(k * (uint64_t)c->repeat) + t + 1 : 0;
+                a->queue[n] = n;
+                n++;
+            }
+    /* the longest first, when running side by side (a stable sort: the tries
+     * of a scenario keep their order) */
+    if (a->max_jobs > 1)
+        for (size_t i = 1; i < a->njobs; i++)
+            for (size_t k = i; k > 0 && weight(a->jobs[a->queue[k]].s) > weight(a->jobs[a->queue[k - 1]].s); k--) {
+                size_t t = a->queue[k];
+                a->queue[k] = a->queue[k - 1];
+                a->queue[k - 1] = t;
+            }
+}
+
+/* Runs every job on one loop, -j N side by side, until all ended (or the
+ * runner was interrupted and the running ones ended). */
+static void run_all(app *a, const cli *c, size_t nsc)
 {
     signal(SIGPIPE, SIG_IGN);
     a->set = sc_procset_new(a->loop);
@@ -487,76 +668,153 @@ static void run_all(app *a, sc_scenario **sc, size_t nsc, const cli *c)
     ev_signal(a->loop, SIGHUP, on_sigterm, a);
     a->tty = isatty(2);
     a->quiet = c->quiet;
-    a->njobs = nsc;
-    a->jobs = xcalloc(nsc, sizeof *a->jobs);
-    a->queue = xcalloc(nsc, sizeof *a->queue);
-    for (size_t i = 0; i < nsc; i++) {
-        a->jobs[i].s = sc[i];
-        a->queue[i] = i;
-    }
-    /* the longest first, when running side by side */
-    if (a->max_jobs > 1)
-        for (size_t i = 1; i < nsc; i++)
-            for (size_t k = i; k > 0 && weight(sc[a->queue[k]]) > weight(sc[a->queue[k - 1]]); k--) {
-                size_t t = a->queue[k];
-                a->queue[k] = a->queue[k - 1];
-                a->queue[k - 1] = t;
-            }
     mkdir(c->out_dir, 0755);
-    printf("run_scenarios: %zu scenario%s, -j %d, %s\n", nsc, nsc == 1 ? "" : "s", a->max_jobs,
-           c->has_seed ? "seed " : "each with its own seed");
+    printf("run_scenarios: %zu scenario%s", nsc, nsc == 1 ? "" : "s");
+    if (a->njobs != nsc)
+        printf(", %zu runs", a->njobs);
+    printf(", -j %d, ", a->max_jobs);
     if (c->has_seed)
-        printf("run_scenarios: every scenario runs with seed %llu\n", (unsigned long long)c->seed);
+        printf("seed %llu\n", (unsigned long long)c->seed);
+    else if (c->has_seeds)
+        printf("seeds %llu..%llu\n", (unsigned long long)c->seed_lo, (unsigned long long)c->seed_hi);
+    else
+        printf("each with its own seed\n");
     fflush(stdout);
     a->start_ms = ev_now_ms();
     start_next(a);
     ev_run(a->loop);
 }
 
-/* The summary and the reports; the exit status so far (0 or 1). */
-static int report_all(app *a, const cli *c, size_t nsc)
+/* The JUnit and HTML reports; rc raised to 1 if one cannot be written. */
+static void write_reports(const cli *c, const sc_result *const *res, size_t n, double wall, int *rc)
 {
-    double wall = (double)(ev_now_ms() - a->start_ms);
-    clear_progress(a);
-    const sc_result **res = xcalloc(nsc, sizeof *res);
-    size_t nres = 0;
-    for (size_t i = 0; i < nsc; i++)
-        if (a->jobs[i].state == 2)
-            res[nres++] = sc_run_result(a->jobs[i].run);
-    sc_report_summary(stdout, res, nres, wall);
-    int rc = a->failed || nres < nsc ? 1 : 0;
     if (c->junit) {
-        if (sc_report_junit(c->junit, res, nres, wall) != 0) {
+        if (sc_report_junit(c->junit, res, n, wall) != 0) {
             fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->junit, strerror(errno));
-            rc = rc ? rc : 1;
+            *rc = *rc ? *rc : 1;
         } else {
             printf("JUnit report: %s\n", c->junit);
         }
     }
     if (c->html) {
-        if (sc_report_html(c->html, res, nres, wall) != 0) {
+        if (sc_report_html(c->html, res, n, wall) != 0) {
             fprintf(stderr, "run_scenarios: cannot write %s: %s\n", c->html, strerror(errno));
-            rc = rc ? rc : 1;
+            *rc = *rc ? *rc : 1;
         } else {
             printf("HTML report: %s\n", c->html);
         }
     }
     fflush(stdout);
+}
+
+/* The summary and the reports of every job (the ones never started as
+ * skipped); the exit status so far (0 or 1). */
+static int report_all(app *a, const cli *c)
+{
+    double wall = (double)(ev_now_ms() - a->start_ms);
+    clear_progress(a);
+    const sc_result **res = xcalloc(a->njobs + 1, sizeof *res);
+    char why[160];
+    snprintf(why, sizeof why, "not run: the runner was interrupted by %s before it started",
+             a->signalled ? signame(a->signalled) : "?");
+    for (size_t i = 0; i < a->njobs; i++) {
+        job *j = &a->jobs[i];
+        if (j->state == 2) {
+            res[i] = sc_run_result(j->run);
+            continue;
+        }
+        uint64_t seed = j->has_seed ? j->seed : j->s->seed;
+        char *replay = xasprintf("%s --seed %llu %s", a->opts.replay_prefix, (unsigned long long)seed, j->s->path);
+        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, why, 0);
+        j->unrun->attempt = j->attempt;
+        free(replay);
+        res[i] = j->unrun;
+    }
+    sc_report_summary(stdout, res, a->njobs, wall);
+    int rc = a->failed ? 1 : 0;
+    write_reports(c, res, a->njobs, wall, &rc);
     free(res);
     return rc;
+}
+
+/* Invalid files: the reports hold them as errors and every valid scenario
+ * as skipped; exit 2. */
+static int report_invalid(const cli *c, sc_result **invalid, size_t ninvalid, sc_scenario **sc, size_t nsc,
+                          size_t nfiles, const char *prefix)
+{
+    fprintf(stderr, "run_scenarios: %zu of %zu scenario file%s invalid; nothing was run\n", ninvalid, nfiles,
+            nfiles == 1 ? " is" : "s are");
+    const sc_result **res = xcalloc(ninvalid + nsc + 1, sizeof *res);
+    sc_result **own = xcalloc(nsc + 1, sizeof *own);
+    for (size_t i = 0; i < ninvalid; i++)
+        res[i] = invalid[i];
+    for (size_t i = 0; i < nsc; i++) {
+        char *replay = xasprintf("%s --seed %llu %s", prefix, (unsigned long long)sc[i]->seed, sc[i]->path);
+        own[i] = sc_result_unrun(sc[i]->name, sc[i]->path, sc[i]->seed, replay, SC_SKIPPED,
+                                 "not run: another scenario file is invalid", 0);
+        free(replay);
+        res[ninvalid + i] = own[i];
+    }
+    int rc = 2;
+    write_reports(c, res, ninvalid + nsc, 0, &rc);
+    for (size_t i = 0; i < nsc; i++)
+        sc_result_free(own[i]);
+    free(own);
+    free(res);
+    return 2;
+}
+
+/* --list and --check; with --check the reports hold every file as passed. */
+static int list_or_check(const cli *c, sc_scenario **sc, size_t nsc, const char *prefix)
+{
+    for (size_t i = 0; i < nsc; i++)
+        printf("%-34s %s\n", sc[i]->name, c->list ? sc[i]->description : "ok");
+    if (!c->check_only)
+        return 0;
+    printf("%zu scenario file%s valid\n", nsc, nsc == 1 ? " is" : "s are");
+    const sc_result **res = xcalloc(nsc + 1, sizeof *res);
+    sc_result **own = xcalloc(nsc + 1, sizeof *own);
+    for (size_t i = 0; i < nsc; i++) {
+        char *replay = xasprintf("%s --check %s", prefix, sc[i]->path);
+        own[i] =
+            sc_result_unrun(sc[i]->name, sc[i]->path, sc[i]->seed, replay, SC_PASSED, "valid (--check: not run)", 0);
+        own[i]->passed = true;
+        free(replay);
+        res[i] = own[i];
+    }
+    int rc = 0;
+    write_reports(c, res, nsc, 0, &rc);
+    for (size_t i = 0; i < nsc; i++)
+        sc_result_free(own[i]);
+    free(own);
+    free(res);
+    return rc;
+}
+
+static void free_jobs(app *a)
+{
+    for (size_t i = 0; i < a->njobs; i++) {
+        sc_run_free(a->jobs[i].run);
+        sc_result_free(a->jobs[i].unrun);
+    }
+    free(a->jobs);
+    free(a->queue);
 }
 
 int main(int argc, char **argv)
 {
     app a = {.max_jobs = 1};
-    cli c = {.max_jobs = 1, .out_dir = "out"};
+    cli c = {.max_jobs = 1, .out_dir = "out", .repeat = 1};
     int prc = parse_args(argc, argv, &c);
+    if (prc < 0 && (prepare_report("--junit", c.junit) != 0 || prepare_report("--html", c.html) != 0))
+        prc = 2;
     if (prc >= 0) {
         free(c.filters);
         free(c.paths);
         return prc;
     }
     a.max_jobs = c.max_jobs;
+    char *rprefix = replay_prefix(&c, argv[0]);
     char **files = NULL;
     size_t nfiles = 0;
     for (size_t i = 0; i < c.npaths; i++)
@@ -564,66 +822,66 @@ int main(int argc, char **argv)
             return 2;
     /* validate everything before anything starts */
     sc_scenario **sc = xcalloc(nfiles + 1, sizeof *sc);
-    size_t nsc = 0;
-    int bad = load_scenarios(&c, files, nfiles, sc, &nsc);
-    if (bad) {
-        fprintf(stderr, "run_scenarios: %d of %zu scenario files are invalid; nothing was run\n", bad, nfiles);
-        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
-        return 2;
-    }
-    if (c.list || c.check_only) {
-        for (size_t i = 0; i < nsc; i++)
-            printf("%-34s %s\n", sc[i]->name, c.list ? sc[i]->description : "ok");
-        if (c.check_only)
-            printf("%zu scenario files are valid\n", nsc);
-        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
-        return 0;
-    }
-    if (nsc == 0) {
+    sc_result **invalid = xcalloc(nfiles + 1, sizeof *invalid);
+    size_t nsc = 0, ninvalid = 0;
+    load_scenarios(&c, files, nfiles, sc, &nsc, invalid, &ninvalid, rprefix);
+    int rc = -1;
+    if (ninvalid)
+        rc = report_invalid(&c, invalid, ninvalid, sc, nsc, nfiles, rprefix);
+    else if (c.list || c.check_only)
+        rc = list_or_check(&c, sc, nsc, rprefix);
+    else if (nsc == 0) {
         fprintf(stderr, "run_scenarios: no scenario to run\n");
-        free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
-        return 2;
+        rc = 2;
     }
-    char *exes[4], *self_dir;
-    if (find_exes(&c, sc, nsc, exes, &self_dir) != 0)
-        return 2;
-    unsigned char *ports_used = xcalloc(65536, 1);
-    char *rprefix = replay_prefix(&c, argv[0]);
-    a.opts = (sc_run_opts){
-        .aggregator = exes[0],
-        .mock_learner = exes[1],
-        .mock_coordinator = exes[2],
-        .mock_operator = exes[3],
-        .out_dir = c.out_dir,
-        .replay_prefix = rprefix,
-        .ports_used = ports_used,
-        .has_seed = c.has_seed,
-        .seed = c.seed,
-        .verbose = c.verbose,
-        .learner_id_base = help_mentions(exes[1], "--id-base"),
-        .json_logs = true,
-        .agg_events = help_mentions(exes[0], "--events "),
-        .agg_each_line = help_mentions(exes[0], "--events-each-line"),
-        .log_level = c.log_level,
-    };
-    a.loop = ev_loop_new();
-    if (!a.loop) {
-        perror("run_scenarios: ev_loop_new");
-        return 1;
+    char *exes[4] = {NULL, NULL, NULL, NULL}, *self_dir = NULL;
+    if (rc < 0 && find_exes(&c, sc, nsc, exes, &self_dir) != 0)
+        rc = 2;
+    unsigned char *ports_used = NULL;
+    if (rc < 0) {
+        ports_used = xcalloc(65536, 1);
+        a.opts = (sc_run_opts){
+            .aggregator = exes[0],
+            .mock_learner = exes[1],
+            .mock_coordinator = exes[2],
+            .mock_operator = exes[3],
+            .out_dir = c.out_dir,
+            .replay_prefix = rprefix,
+            .ports_used = ports_used,
+            .verbose = c.verbose,
+            .learner_id_base = help_mentions(exes[1], "--id-base"),
+            .json_logs = true,
+            .agg_events = help_mentions(exes[0], "--events "),
+            .agg_each_line = help_mentions(exes[0], "--events-each-line"),
+            .log_level = c.log_level,
+        };
+        a.loop = ev_loop_new();
+        if (!a.loop) {
+            perror("run_scenarios: ev_loop_new");
+            return 1;
+        }
+        make_jobs(&a, sc, nsc, &c);
+        run_all(&a, &c, nsc);
+        rc = report_all(&a, &c);
+        /* nothing may outlive the runner */
+        sc_procset_signal_all(a.set, SIGKILL);
+        free_jobs(&a);
+        if (a.progress)
+            ev_timer_stop(a.loop, a.progress);
+        sc_procset_free(a.set);
+        ev_loop_free(a.loop);
     }
-    run_all(&a, sc, nsc, &c);
-    int rc = report_all(&a, &c, nsc);
-    /* nothing may outlive the runner */
-    sc_procset_signal_all(a.set, SIGKILL);
+    for (size_t i = 0; i < ninvalid; i++)
+        sc_result_free(invalid[i]);
+    free(invalid);
     for (size_t i = 0; i < nsc; i++)
-        sc_run_free(a.jobs[i].run);
-    if (a.progress)
-        ev_timer_stop(a.loop, a.progress);
-    sc_procset_free(a.set);
-    ev_loop_free(a.loop);
-    free(a.jobs);
-    free(a.queue);
-    free_inputs(sc, nsc, files, nfiles, c.paths, c.filters);
+        sc_scenario_free(sc[i]);
+    free(sc);
+    for (size_t i = 0; i < nfiles; i++)
+        free(files[i]);
+    free(files);
+    free(c.paths);
+    free(c.filters);
     for (int k = 0; k < 4; k++)
         free(exes[k]);
     free(self_dir);

@@ -55,9 +55,8 @@ static const cJSON *at_path(const cJSON *v, const char *path)
     char *save = NULL;
     for (char *k = strtok_r(copy, ".", &save); k && v; k = strtok_r(NULL, ".", &save)) {
         if (cJSON_IsArray(v)) {
-            char *end;
-            long i = strtol(k, &end, 10);
-            v = (*end || i < 0) ? NULL : cJSON_GetArrayItem(v, (int)i);
+            int64_t i;
+            v = util_parse_i64(k, 0, INT32_MAX, &i) ? cJSON_GetArrayItem(v, (int)i) : NULL;
         } else if (cJSON_IsObject(v)) {
             v = jsonx_get(v, k);
         } else {
@@ -324,6 +323,9 @@ static void check_world(sc_run *r)
         char *series = xbuf_take(&b);
         if (w->kind == SC_WS_AT_END)
             sr_check(r, ok, w->line, what, "it is %d (at %.0f ms); over time: %s", last, last_t, series);
+        else if (from > r->res.run_ms) /* nothing was seen in the window */
+            sr_check(r, false, w->line, what, "the run ended at %.0f ms, before the window from %ld ms; over time: %s",
+                     r->res.run_ms, w->from_ms, series);
         else
             sr_check(r, ok, w->line, what, "over time (size@time): %s", series);
         free(series);
@@ -407,11 +409,14 @@ static void check_learner_tasks(sc_run *r)
             snprintf(range, sizeof range, "exactly %d", x->min);
         else
             snprintf(range, sizeof range, "%d to %d", x->min, x->max);
-        snprintf(what, sizeof what, "learner%d receives %s %s task%s%s", x->learner, range, x->task ? x->task : "any",
-                 x->max == 1 ? "" : "s", x->after_ms ? " after the given time" : "");
+        bool one = x->min == 1 && (x->max == 1 || x->max < 0);
+        if (x->task)
+            snprintf(what, sizeof what, "learner%d receives %s %s time%s", x->learner, x->task, range, one ? "" : "s");
+        else
+            snprintf(what, sizeof what, "learner%d receives %s task%s", x->learner, range, one ? "" : "s");
         if (x->after_ms) {
             size_t l = strlen(what);
-            snprintf(what + l, sizeof what - l, " (%ld ms)", x->after_ms);
+            snprintf(what + l, sizeof what - l, " after %ld ms", x->after_ms);
         }
         sr_check(r, n >= x->min && (x->max < 0 || n <= x->max), x->line, what, "it received %d", n);
     }

@@ -411,7 +411,7 @@ void sc_describe_status(int status, char *buf, size_t len)
     if (WIFEXITED(status))
         snprintf(buf, len, "exited with code %d", WEXITSTATUS(status));
     else if (WIFSIGNALED(status))
-        snprintf(buf, len, "killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?",
+        snprintf(buf, len, "was killed by SIG%s%s", sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?",
                  WCOREDUMP(status) ? " (core dumped)" : "");
     else
         snprintf(buf, len, "status 0x%x", status);

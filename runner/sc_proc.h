@@ -64,7 +64,7 @@ const char *sc_proc_out_path(const sc_proc *p);
 /* The last lines of stderr kept in memory (up to about 4 KiB). */
 const char *sc_proc_tail(const sc_proc *p);
 
-/* "exited with code 1", "killed by SIGSEGV" for a waitpid status. */
+/* "exited with code 1", "was killed by SIGSEGV" for a waitpid status. */
 void sc_describe_status(int status, char *buf, size_t len);
 
 #endif

@@ -75,12 +75,75 @@ void sc_report_failure(FILE *out, const sc_result *r)
     fprintf(out, "      replay: %s\n", r->replay);
 }
 
+const char *sc_outcome_word(sc_outcome o)
+{
+    static const char *const w[] = {"PASS", "FAIL", "ERROR", "SKIP"};
+    return (unsigned)o < 4 ? w[o] : "?";
+}
+
+/* "name", or "name #3" for a try of --repeat/--seeds. */
+static void label(char *buf, size_t len, const sc_result *r)
+{
+    if (r->attempt > 0)
+        snprintf(buf, len, "%s #%d", r->name, r->attempt);
+    else
+        snprintf(buf, len, "%s", r->name);
+}
+
+/* The pass rate of each scenario run more than once, with the failing
+ * seeds: what chasing a flaky failure needs. */
+static void pass_rates(FILE *out, const sc_result *const *res, size_t n)
+{
+    bool header = false;
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(res[k]->path, res[i]->path) != 0;
+        if (!first)
+            continue;
+        size_t runs = 0, passed = 0, notrun = 0, nbad = 0;
+        xbuf bad = {0};
+        for (size_t k = i; k < n; k++) {
+            const sc_result *r = res[k];
+            if (strcmp(r->path, res[i]->path) != 0)
+                continue;
+            if (r->outcome == SC_SKIPPED) {
+                notrun++;
+                continue;
+            }
+            runs++;
+            passed += r->passed;
+            if (!r->passed && nbad++ < 12)
+                xbuf_printf(&bad, "%s%llu", nbad > 1 ? " " : "", (unsigned long long)r->seed);
+        }
+        if (nbad > 12)
+            xbuf_puts(&bad, " ...");
+        char *b = xbuf_take(&bad);
+        if (runs + notrun > 1) {
+            if (!header)
+                fprintf(out, "\npass rate per scenario:\n");
+            header = true;
+            fprintf(out, "  %-32s %zu/%zu passed (%.0f%%)", res[i]->name, passed, runs,
+                    runs ? 100.0 * (double)passed / (double)runs : 0.0);
+            if (nbad)
+                fprintf(out, "; failing seed%s: %s", nbad == 1 ? "" : "s", b);
+            if (notrun)
+                fprintf(out, "; %zu not run", notrun);
+            fputc('\n', out);
+        }
+        free(b);
+    }
+}
+
 void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double wall_ms)
 {
-    size_t passed = 0, failed = 0, w = 8;
-    for (size_t i = 0; i < n; i++)
-        if (strlen(res[i]->name) > w)
-            w = strlen(res[i]->name);
+    size_t count[4] = {0, 0, 0, 0}, w = 8;
+    char lb[96];
+    for (size_t i = 0; i < n; i++) {
+        label(lb, sizeof lb, res[i]);
+        if (strlen(lb) > w)
+            w = strlen(lb);
+    }
     if (w > 40)
         w = 40;
     fprintf(out, "\n%-*s  %-6s %8s  %-8s %-7s %s\n", (int)w, "scenario", "result", "time", "seed", "checks",
@@ -91,21 +154,37 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
         char checks[32];
         snprintf(checks, sizeof checks, "%zu/%zu", count_ok(r), r->nchecks);
         char ff[160] = "";
-        if (f) {
+        if (r->outcome == SC_SKIPPED || (r->error && !f))
+            snprintf(ff, sizeof ff, "%s", r->error ? r->error : "");
+        else if (f)
             snprintf(ff, sizeof ff, "%s: %s", f->what, f->detail);
-            for (char *p = ff; *p; p++)
-                if (*p == '\n')
-                    *p = ' ';
-        }
-        fprintf(out, "%-*.*s  %-6s %7.2fs  %-8llu %-7s %s\n", (int)w, (int)w, r->name, r->passed ? "PASS" : "FAIL",
+        for (char *p = ff; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        label(lb, sizeof lb, r);
+        fprintf(out, "%-*.*s  %-6s %7.2fs  %-8llu %-7s %s\n", (int)w, (int)w, lb, sc_outcome_word(r->outcome),
                 r->duration_ms / 1000.0, (unsigned long long)r->seed, checks, ff);
-        if (r->passed)
-            passed++;
-        else
-            failed++;
+        count[(unsigned)r->outcome & 3]++;
     }
-    fprintf(out, "\n%zu scenarios in %.1f s\n", n, wall_ms / 1000.0);
-    fprintf(out, "%zu passed, %zu failed\n", passed, failed);
+    pass_rates(out, res, n);
+    size_t distinct = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i && first; k++)
+            first = strcmp(res[k]->path, res[i]->path) != 0;
+        distinct += first;
+    }
+    if (distinct == n)
+        fprintf(out, "\n%zu scenario%s in %.1f s\n", n, n == 1 ? "" : "s", wall_ms / 1000.0);
+    else
+        fprintf(out, "\n%zu runs of %zu scenario%s in %.1f s\n", n, distinct, distinct == 1 ? "" : "s",
+                wall_ms / 1000.0);
+    fprintf(out, "%zu passed, %zu failed", count[SC_PASSED], count[SC_FAILED]);
+    if (count[SC_ERROR])
+        fprintf(out, ", %zu error%s", count[SC_ERROR], count[SC_ERROR] == 1 ? "" : "s");
+    if (count[SC_SKIPPED])
+        fprintf(out, ", %zu not run", count[SC_SKIPPED]);
+    fputc('\n', out);
 }
 
 static char *tail_of(const char *path, size_t max, bool *cut)
@@ -146,7 +225,9 @@ static int write_file(const char *path, const char *data, size_t len)
 
 static void failure_text(xbuf *b, const sc_result *r)
 {
-    if (r->error)
+    if (r->outcome == SC_ERROR && r->error_line > 0) /* an invalid file: every error */
+        xbuf_printf(b, "%s", r->description);
+    else if (r->error)
         xbuf_printf(b, "%s\n", r->error);
     for (size_t i = 0; i < r->nchecks; i++) {
         const sc_check *c = &r->checks[i];
@@ -154,14 +235,101 @@ static void failure_text(xbuf *b, const sc_result *r)
             continue;
         xbuf_printf(b, "%s:%d: FAILED %s\n    %s\n", r->path, c->line, c->what, c->detail);
     }
-    xbuf_printf(b, "seed: %llu\nlogs: %s/\nreplay: %s\n", (unsigned long long)r->seed, r->run_dir, r->replay);
+}
+
+/* seed, replay command and run folder: a CI page alone is enough to
+ * reproduce. */
+static void junit_properties(xbuf *b, const sc_result *r)
+{
+    xbuf_puts(b, "      <properties>\n");
+    if (r->outcome != SC_ERROR || r->error_line == 0)
+        xbuf_printf(b, "        <property name=\"seed\" value=\"%llu\"/>\n", (unsigned long long)r->seed);
+    if (r->attempt > 0)
+        xbuf_printf(b, "        <property name=\"try\" value=\"%d\"/>\n", r->attempt);
+    xbuf_puts(b, "        <property name=\"replay\" value=\"");
+    esc(b, r->replay);
+    xbuf_puts(b, "\"/>\n");
+    if (r->run_dir) {
+        xbuf_puts(b, "        <property name=\"run_dir\" value=\"");
+        esc(b, r->run_dir);
+        xbuf_puts(b, "\"/>\n");
+    }
+    xbuf_puts(b, "      </properties>\n");
+}
+
+/* The <failure>, <error> or <skipped> element of a testcase, if any. */
+static void junit_verdict(xbuf *b, const sc_result *r)
+{
+    if (r->outcome == SC_PASSED)
+        return;
+    if (r->outcome == SC_SKIPPED) {
+        xbuf_puts(b, "      <skipped message=\"");
+        esc(b, r->error);
+        xbuf_puts(b, "\"/>\n");
+        return;
+    }
+    const sc_check *f = first_failure(r);
+    const char *el = r->outcome == SC_FAILED ? "failure" : "error";
+    const char *type = r->outcome == SC_FAILED ? "expectation"
+                       : r->interrupted        ? "interrupted"
+                       : r->error_line > 0     ? "invalid scenario"
+                                               : "run";
+    xbuf_printf(b, "      <%s type=\"%s\" message=\"", el, type);
+    char d[400];
+    if (r->outcome == SC_FAILED && f) {
+        esc(b, f->what);
+        xbuf_puts(b, ": ");
+        snprintf(d, sizeof d, "%s", f->detail);
+    } else {
+        if (r->error_line > 0)
+            xbuf_printf(b, "%s:%d: ", r->path, r->error_line);
+        snprintf(d, sizeof d, "%s", r->error ? r->error : "failed");
+    }
+    esc(b, d);
+    xbuf_puts(b, "\">");
+    xbuf ft = {0};
+    failure_text(&ft, r);
+    char *t = xbuf_take(&ft);
+    esc(b, t);
+    free(t);
+    xbuf_printf(b, "</%s>\n", el);
+}
+
+static void junit_output(xbuf *b, const sc_result *r)
+{
+    xbuf_puts(b, "      <system-out>");
+    if (r->outcome != SC_ERROR || r->error_line == 0)
+        xbuf_printf(b, "seed: %llu\n", (unsigned long long)r->seed);
+    xbuf_puts(b, "replay: ");
+    esc(b, r->replay);
+    xbuf_puts(b, "\nlogs: ");
+    esc(b, r->run_dir ? r->run_dir : "none (not run)");
+    xbuf_puts(b, "\n");
+    if (r->outcome == SC_PASSED) {
+        xbuf_printf(b, "%zu checks passed\n</system-out>\n", r->nchecks);
+        return;
+    }
+    /* the runner's log and every process's log tail */
+    for (size_t p = 0; r->run_dir && p <= r->nprocs; p++) {
+        char *lp = p < r->nprocs ? xstrdup(r->logs[p]) : xasprintf("%s/runner.log", r->run_dir);
+        bool cut;
+        char *tail = tail_of(lp, LOG_TAIL_BYTES / 4, &cut);
+        if (tail && tail[0]) {
+            xbuf_printf(b, "==== %s%s ====\n", lp, cut ? " (last part)" : "");
+            esc(b, tail);
+            xbuf_puts(b, "\n");
+        }
+        free(tail);
+        free(lp);
+    }
+    xbuf_puts(b, "</system-out>\n");
 }
 
 int sc_report_junit(const char *path, const sc_result *const *res, size_t n, double wall_ms)
 {
-    size_t failed = 0;
+    size_t count[4] = {0, 0, 0, 0};
     for (size_t i = 0; i < n; i++)
-        failed += !res[i]->passed;
+        count[(unsigned)res[i]->outcome & 3]++;
     char ts[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -169,58 +337,28 @@ int sc_report_junit(const char *path, const sc_result *const *res, size_t n, dou
     strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
     xbuf b = {0};
     xbuf_puts(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    xbuf_printf(&b, "<testsuites name=\"run_scenarios\" tests=\"%zu\" failures=\"%zu\" time=\"%.3f\">\n", n, failed,
-                wall_ms / 1000.0);
     xbuf_printf(&b,
-                "  <testsuite name=\"scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" skipped=\"0\" "
+                "<testsuites name=\"run_scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
+                "time=\"%.3f\">\n",
+                n, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED], wall_ms / 1000.0);
+    xbuf_printf(&b,
+                "  <testsuite name=\"scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
                 "time=\"%.3f\" timestamp=\"%s\">\n",
-                n, failed, wall_ms / 1000.0, ts);
+                n, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED], wall_ms / 1000.0, ts);
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
+        char lb[96];
+        label(lb, sizeof lb, r);
         xbuf_puts(&b, "    <testcase classname=\"scenarios\" name=\"");
-        esc(&b, r->name);
+        esc(&b, lb);
         xbuf_puts(&b, "\" file=\"");
         esc(&b, r->path);
+        if (r->error_line > 0)
+            xbuf_printf(&b, "\" line=\"%d", r->error_line);
         xbuf_printf(&b, "\" time=\"%.3f\">\n", r->duration_ms / 1000.0);
-        if (!r->passed) {
-            const sc_check *f = first_failure(r);
-            xbuf_puts(&b, "      <failure type=\"expectation\" message=\"");
-            if (f) {
-                esc(&b, f->what);
-                xbuf_puts(&b, ": ");
-                char d[400];
-                snprintf(d, sizeof d, "%s", f->detail);
-                esc(&b, d);
-            } else {
-                esc(&b, r->error ? r->error : "failed");
-            }
-            xbuf_puts(&b, "\">");
-            xbuf ft = {0};
-            failure_text(&ft, r);
-            char *t = xbuf_take(&ft);
-            esc(&b, t);
-            free(t);
-            xbuf_puts(&b, "</failure>\n      <system-out>");
-            /* the runner's log and every process's log tail */
-            for (size_t p = 0; p <= r->nprocs; p++) {
-                char *lp = p < r->nprocs ? xstrdup(r->logs[p]) : xasprintf("%s/runner.log", r->run_dir);
-                bool cut;
-                char *tail = tail_of(lp, LOG_TAIL_BYTES / 4, &cut);
-                if (tail && tail[0]) {
-                    xbuf_printf(&b, "==== %s%s ====\n", lp, cut ? " (last part)" : "");
-                    esc(&b, tail);
-                    xbuf_puts(&b, "\n");
-                }
-                free(tail);
-                free(lp);
-            }
-            xbuf_puts(&b, "</system-out>\n");
-        } else {
-            xbuf_printf(&b, "      <system-out>seed %llu; %zu checks passed; logs in ", (unsigned long long)r->seed,
-                        r->nchecks);
-            esc(&b, r->run_dir);
-            xbuf_puts(&b, "</system-out>\n");
-        }
+        junit_properties(&b, r);
+        junit_verdict(&b, r);
+        junit_output(&b, r);
         xbuf_puts(&b, "    </testcase>\n");
     }
     xbuf_puts(&b, "  </testsuite>\n</testsuites>\n");
@@ -271,6 +409,51 @@ static double nice_step(double span)
     return (m < 1.5 ? 1 : m < 3.5 ? 2 : m < 7.5 ? 5 : 10) * p;
 }
 
+/* Which learners get a row (at most ROWS_MAX - 1 when there are more than
+ * ROWS_MAX): first those with a failed or lost task or a fault or exit
+ * mark, then the others, each group in learner order. row_of[l] is the row
+ * of learner l or -1; learner_at[row] the learner of a row. The row count. */
+static int choose_rows(const sc_result *r, int *row_of, int *learner_at)
+{
+    int n = r->nlearners;
+    int rows = n <= ROWS_MAX ? n : ROWS_MAX - 1;
+    bool *hot = xcalloc((size_t)n + 1, sizeof *hot);
+    for (size_t i = 0; i < r->nbars; i++)
+        if (r->bars[i].outcome >= 2 && r->bars[i].learner >= 0 && r->bars[i].learner < n)
+            hot[r->bars[i].learner] = true;
+    for (size_t i = 0; i < r->nmarks; i++)
+        if ((r->marks[i].kind == 0 || r->marks[i].kind == 1) && r->marks[i].learner >= 0 && r->marks[i].learner < n)
+            hot[r->marks[i].learner] = true;
+    for (int l = 0; l < n; l++)
+        row_of[l] = -1;
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int l = 0; l < n && k < rows; l++)
+            if (hot[l] == (pass == 0) && row_of[l] < 0) {
+                row_of[l] = k;
+                learner_at[k++] = l;
+            }
+    free(hot);
+    return rows;
+}
+
+/* "… 952 more learners, not drawn: 1904 tasks, all completed". */
+static void undrawn_summary(xbuf *b, const sc_result *r, const int *row_of, int rows, int x, int y)
+{
+    size_t count[4] = {0, 0, 0, 0};
+    for (size_t i = 0; i < r->nbars; i++)
+        if (r->bars[i].learner >= 0 && r->bars[i].learner < r->nlearners && row_of[r->bars[i].learner] < 0)
+            count[r->bars[i].outcome & 3]++;
+    size_t tasks = count[0] + count[1] + count[2] + count[3];
+    xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"row\">… %d more learners, not drawn: %zu task%s", x, y,
+                r->nlearners - rows, tasks, tasks == 1 ? "" : "s");
+    if (tasks && count[1] == tasks)
+        xbuf_puts(b, ", all completed");
+    else if (tasks)
+        xbuf_printf(b, ": %zu completed, %zu failed, %zu lost, %zu open", count[1], count[2], count[3], count[0]);
+    xbuf_puts(b, "</text>\n");
+}
+
 static void svg_timeline(xbuf *b, const sc_result *r)
 {
     double T = r->run_ms > 0 ? r->run_ms : 1;
@@ -281,50 +464,58 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         if (r->marks[i].t_ms > T)
             T = r->marks[i].t_ms;
     T *= 1.02;
-    int rows = r->nlearners < ROWS_MAX ? r->nlearners : ROWS_MAX - 1;
-    const int left = 90, width = 1000, plot = width - left - 20, rowh = 16, top = 28;
+    int *row_of = xcalloc((size_t)r->nlearners + 1, sizeof *row_of);
+    int *learner_at = xcalloc(ROWS_MAX, sizeof *learner_at);
+    int rows = choose_rows(r, row_of, learner_at);
+    bool summary = r->nlearners > rows;
+    const int left = 90, width = 1000, plot = width - left - 30, rowh = 16, top = 28;
     const int wsh = 70; /* world size chart */
-    int height = top + rows * rowh + 30 + wsh + 20;
+    int body = (rows + (summary ? 1 : 0)) * rowh;
+    int height = top + body + 30 + wsh + 20;
     int maxws = r->nlearners > 0 ? r->nlearners : 1;
     for (size_t i = 0; i < r->nsamples; i++)
         if (r->samples[i].value > maxws)
             maxws = r->samples[i].value;
 #define X(t) (left + (t) / T * plot)
     xbuf_printf(b,
+                "<div class=\"tl\"><div class=\"zoom\">zoom <button type=\"button\" onclick=\"zoom(this,1)\">1&times;"
+                "</button><button type=\"button\" onclick=\"zoom(this,4)\">4&times;</button><button type=\"button\" "
+                "onclick=\"zoom(this,16)\">16&times;</button></div><div class=\"scroll\">"
                 "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" width=\"%d\" height=\"%d\" "
                 "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"timeline of ",
                 width, height, width, height);
     esc(b, r->name);
     xbuf_puts(b, "\">\n");
     xbuf_printf(b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", width, height);
-    /* time axis */
+    /* time axis: labels centred on their tick, the last one kept inside */
     double step = nice_step(T);
-    int axis_y = top + rows * rowh + 4;
+    int axis_y = top + body + 4;
     for (int k = 0; k * step <= T; k++) {
         double t = k * step;
+        const char *anchor = k == 0 ? "start" : X(t) > width - 30 ? "end" : "middle";
         xbuf_printf(b,
                     "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#eee\"/>"
-                    "<text x=\"%.1f\" y=\"%d\" class=\"tick\">%.0f ms</text>\n",
-                    X(t), top - 6, X(t), axis_y + wsh + 18, X(t), axis_y + 14, t);
+                    "<text x=\"%.1f\" y=\"%d\" class=\"tick\" text-anchor=\"%s\">%g ms</text>\n",
+                    X(t), top - 6, X(t), axis_y + wsh + 18, X(t), axis_y + 14, anchor, t);
     }
     /* rows */
-    for (int l = 0; l < rows; l++) {
-        int y = top + l * rowh;
-        xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">learner%d</text>\n", y + 12, l);
-        xbuf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#f3f3f3\"/>\n", left, y + rowh, width - 20,
-                    y + rowh);
+    for (int k = 0; k < rows; k++) {
+        int y = top + k * rowh;
+        xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">learner%d</text>\n", y + 12, learner_at[k]);
+        xbuf_printf(b, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"#f3f3f3\"/>\n", left, y + rowh,
+                    width - 20, y + rowh);
     }
-    if (r->nlearners > rows)
-        xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"row\">… %d more learners not drawn</text>\n", left,
-                    top + rows * rowh - 2, r->nlearners - rows);
+    if (summary)
+        undrawn_summary(b, r, row_of, rows, left, top + rows * rowh + 12);
     for (size_t i = 0; i < r->nbars; i++) {
         const sc_bar *bar = &r->bars[i];
-        if (bar->learner >= rows)
+        int row = bar->learner >= 0 && bar->learner < r->nlearners ? row_of[bar->learner] : -1;
+        if (row < 0)
             continue;
         double x0 = X(bar->t0_ms), x1 = X(bar->t1_ms >= bar->t0_ms ? bar->t1_ms : bar->t0_ms);
-        if (x1 - x0 < 2)
-            x1 = x0 + 2;
-        int y = top + bar->learner * rowh + 2;
+        if (x1 - x0 < 4) /* a short task stays visible as a bar, not a tick */
+            x1 = x0 + 4;
+        int y = top + row * rowh + 2;
         static const char *const oc[] = {"open", "completed", "failed", "lost (no report)"};
         const char *stroke = bar->outcome == 2 ? "#d32f2f" : bar->outcome == 3 ? "#ff8f00" : "none";
         xbuf_printf(b,
@@ -334,7 +525,7 @@ static void svg_timeline(xbuf *b, const sc_result *r)
                     bar->outcome == 3 ? " stroke-dasharray=\"3,2\" fill-opacity=\"0.5\"" : "");
         xbuf_printf(b, "learner%d: ", bar->learner);
         esc(b, bar->task);
-        xbuf_printf(b, " %.0f–%.0f ms, %s</title></rect>\n", bar->t0_ms, bar->t1_ms, oc[bar->outcome & 3]);
+        xbuf_printf(b, " %.1f–%.1f ms, %s</title></rect>\n", bar->t0_ms, bar->t1_ms, oc[bar->outcome & 3]);
         if (x1 - x0 > 40) {
             xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"bar\">", x0 + 3, y + 10);
             esc(b, short_task(bar->task));
@@ -349,11 +540,12 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         if (m->kind == 3 && m->learner < 0)
             continue;
         double x = X(m->t_ms);
-        if (m->learner >= 0 && m->learner < rows) {
-            int y = top + m->learner * rowh;
-            xbuf_printf(b,
-                        "<path d=\"M%.1f %d l-5 -6 h10 z\" transform=\"translate(0 %d)\" fill=\"%s\"><title>%.0f ms: ",
-                        x, y + 2, 6, mc[m->kind & 3], m->t_ms);
+        int row = m->learner >= 0 && m->learner < r->nlearners ? row_of[m->learner] : -1;
+        if (row >= 0) {
+            int y = top + row * rowh;
+            xbuf_printf(
+                b, "<path d=\"M%.1f %d l-5 -6 h10 z\" transform=\"translate(0 %d)\" fill=\"%s\"><title>%.0f ms: ", x,
+                y + 2, 6, mc[m->kind & 3], m->t_ms);
             esc(b, m->label);
             xbuf_puts(b, "</title></path>\n");
         } else if (m->kind == 0 || m->kind == 1) {
@@ -366,8 +558,7 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         }
         if (m->kind == 0 && num < 30) {
             num++;
-            xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"mark\" fill=\"%s\">", x + 2, 12 + (num % 2) * 9,
-                        mc[0]);
+            xbuf_printf(b, "<text x=\"%.1f\" y=\"%d\" class=\"mark\" fill=\"%s\">", x + 2, 12 + (num % 2) * 9, mc[0]);
             char lab[40];
             snprintf(lab, sizeof lab, "%s", m->label);
             esc(b, lab);
@@ -379,8 +570,10 @@ static void svg_timeline(xbuf *b, const sc_result *r)
     xbuf_printf(b, "<text x=\"4\" y=\"%d\" class=\"row\">world size</text>\n", wy + wsh / 2);
     xbuf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#fafafa\" stroke=\"#eee\"/>\n", left, wy,
                 plot, wsh);
-    xbuf_printf(b, "<text x=\"%d\" y=\"%d\" class=\"tick\">%d</text><text x=\"%d\" y=\"%d\" class=\"tick\">0</text>\n",
-                left - 20, wy + 9, maxws, left - 12, wy + wsh);
+    xbuf_printf(b,
+                "<text x=\"%d\" y=\"%d\" class=\"tick\" text-anchor=\"end\">%d</text><text x=\"%d\" y=\"%d\" "
+                "class=\"tick\" text-anchor=\"end\">0</text>\n",
+                left - 4, wy + 9, maxws, left - 4, wy + wsh);
     if (r->nsamples) {
         xbuf_puts(b, "<polyline fill=\"none\" stroke=\"#1565c0\" stroke-width=\"2\" points=\"");
         double prev_y = -1;
@@ -394,7 +587,9 @@ static void svg_timeline(xbuf *b, const sc_result *r)
         }
         xbuf_puts(b, "\"><title>world size over time</title></polyline>\n");
     }
-    xbuf_puts(b, "</svg>\n");
+    xbuf_puts(b, "</svg></div></div>\n");
+    free(row_of);
+    free(learner_at);
 #undef X
 }
 
@@ -404,69 +599,102 @@ static const char *css =
     "main{padding:16px 24px}section{background:#fff;border:1px solid #ddd;border-radius:6px;margin:16px 0;"
     "padding:12px 16px}h2{margin:4px 0 8px;font-size:17px}.badge{display:inline-block;padding:1px 8px;"
     "border-radius:10px;color:#fff;font-size:12px;font-weight:bold;vertical-align:middle}.pass{background:#2e7d32}"
-    ".fail{background:#c62828}table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #eee;"
+    ".fail{background:#c62828}.skip{background:#757575}table{border-collapse:collapse;width:100%}td,th{border-bottom:"
+    "1px solid #eee;"
     "padding:3px 6px;text-align:left;vertical-align:top}th{background:#fafafa}pre{white-space:pre-wrap;"
     "word-break:break-word;margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}"
     "pre.log{max-height:420px;overflow:auto;background:#fbfbfb;border:1px solid #eee;padding:6px}"
     "code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f1f1;padding:1px 4px;border-radius:3px}"
     ".ok{color:#2e7d32}.bad{color:#c62828;font-weight:bold}.meta{color:#555}"
-    "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:8px 0}"
+    "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:4px 0}"
+    ".tl .scroll{overflow-x:auto}.tl.zoomed svg.timeline{max-width:none}.zoom{font-size:12px;color:#555}"
+    ".zoom button{font-size:11px;margin-left:4px;padding:0 6px}td.t,th.t{white-space:nowrap;text-align:right}"
     "svg text.tick{font:10px sans-serif;fill:#777}svg text.row{font:11px sans-serif;fill:#333}"
     "svg text.bar{font:9px sans-serif;fill:#fff}svg text.mark{font:10px sans-serif}"
     ".legend span{display:inline-block;margin-right:12px;font-size:12px}.legend i{display:inline-block;width:12px;"
     "height:10px;margin-right:4px;vertical-align:middle}details{margin:4px 0}summary{cursor:pointer}"
     "#toc td{padding:2px 6px}";
 
+/* "s-<name>", "s-<name>-<try>" for a try of --repeat/--seeds. */
+static void section_id(xbuf *b, const sc_result *r)
+{
+    xbuf_puts(b, "s-");
+    esc(b, r->name);
+    if (r->attempt > 0)
+        xbuf_printf(b, "-%d", r->attempt);
+}
+
+static const char *badge_class(const sc_result *r)
+{
+    return r->outcome == SC_PASSED ? "pass" : r->outcome == SC_SKIPPED ? "skip" : "fail";
+}
+
+static size_t count_skipped(const sc_result *const *res, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += res[i]->outcome == SC_SKIPPED;
+    return k;
+}
+
 int sc_report_html(const char *path, const sc_result *const *res, size_t n, double wall_ms)
 {
     size_t failed = 0;
     for (size_t i = 0; i < n; i++)
-        failed += !res[i]->passed;
+        failed += res[i]->outcome == SC_FAILED || res[i]->outcome == SC_ERROR;
     xbuf b = {0};
     xbuf_printf(&b,
                 "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
                 "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
                 "<title>Scenario report: %zu passed, %zu failed</title><style>%s</style></head><body>\n",
-                n - failed, failed, css);
+                n - failed - count_skipped(res, n), failed, css);
     char ts[64];
     time_t now = time(NULL);
     struct tm tm;
     gmtime_r(&now, &tm);
     strftime(ts, sizeof ts, "%Y-%m-%d %H:%M:%S UTC", &tm);
     xbuf_printf(&b,
-                "<header><h1>Scenario report</h1><div id=\"totals\">%zu scenarios: <b>%zu passed</b>, "
-                "<b>%zu failed</b> in %.1f s &middot; %s</div></header>\n<main>\n",
-                n, n - failed, failed, wall_ms / 1000.0, ts);
+                "<header><h1>Scenario report</h1><div id=\"totals\">%zu scenario%s: <b>%zu passed</b>, "
+                "<b>%zu failed</b>%s in %.1f s &middot; %s</div></header>\n<main>\n",
+                n, n == 1 ? "" : "s", n - failed - count_skipped(res, n), failed,
+                count_skipped(res, n) ? ", some not run" : "", wall_ms / 1000.0, ts);
     /* table of contents */
-    xbuf_puts(&b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th>time</th>"
-                  "<th>seed</th><th>checks</th><th>description</th></tr>\n");
+    xbuf_puts(
+        &b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th class=\"t\">time</th>"
+            "<th class=\"t\">seed</th><th>checks</th><th>description</th></tr>\n");
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
-        xbuf_puts(&b, "<tr><td><a href=\"#s-");
-        esc(&b, r->name);
+        char lb[96];
+        label(lb, sizeof lb, r);
+        xbuf_puts(&b, "<tr><td><a href=\"#");
+        section_id(&b, r);
         xbuf_puts(&b, "\">");
-        esc(&b, r->name);
-        xbuf_printf(&b, "</a></td><td><span class=\"badge %s\">%s</span></td><td>%.2f s</td><td>%llu</td><td>%zu/%zu</td><td>",
-                    r->passed ? "pass" : "fail", r->passed ? "PASS" : "FAIL", r->duration_ms / 1000.0,
-                    (unsigned long long)r->seed, count_ok(r), r->nchecks);
+        esc(&b, lb);
+        xbuf_printf(
+            &b,
+            "</a></td><td><span class=\"badge %s\">%s</span></td><td class=\"t\">%.2f s</td><td class=\"t\">%llu</td>"
+            "<td class=\"t\">%zu/%zu</td><td>",
+            badge_class(r), sc_outcome_word(r->outcome), r->duration_ms / 1000.0, (unsigned long long)r->seed,
+            count_ok(r), r->nchecks);
         esc(&b, r->description);
         xbuf_puts(&b, "</td></tr>\n");
     }
     xbuf_puts(&b, "</table></section>\n");
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
-        xbuf_puts(&b, "<section class=\"scenario\" id=\"s-");
-        esc(&b, r->name);
-        xbuf_printf(&b, "\"><h2>%s ", "");
-        esc(&b, r->name);
-        xbuf_printf(&b, " <span class=\"badge %s\">%s</span></h2>\n<p>", r->passed ? "pass" : "fail",
-                    r->passed ? "PASS" : "FAIL");
+        char lb[96];
+        label(lb, sizeof lb, r);
+        xbuf_puts(&b, "<section class=\"scenario\" id=\"");
+        section_id(&b, r);
+        xbuf_puts(&b, "\"><h2>");
+        esc(&b, lb);
+        xbuf_printf(&b, " <span class=\"badge %s\">%s</span></h2>\n<p>", badge_class(r), sc_outcome_word(r->outcome));
         esc(&b, r->description);
         xbuf_printf(&b, "</p>\n<p class=\"meta\">file <code>");
         esc(&b, r->path);
         xbuf_printf(&b, "</code> &middot; seed %llu &middot; %.2f s &middot; run folder <code>",
                     (unsigned long long)r->seed, r->duration_ms / 1000.0);
-        esc(&b, r->run_dir);
+        esc(&b, r->run_dir ? r->run_dir : "none (not run)");
         xbuf_puts(&b, "</code><br>replay: <code>");
         esc(&b, r->replay);
         xbuf_puts(&b, "</code></p>\n");
@@ -474,6 +702,10 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
             xbuf_puts(&b, "<p class=\"bad\">");
             esc(&b, r->error);
             xbuf_puts(&b, "</p>\n");
+        }
+        if (!r->run_dir) { /* not run: nothing more to show */
+            xbuf_puts(&b, "</section>\n");
+            continue;
         }
         svg_timeline(&b, r);
         xbuf_puts(&b, "<div class=\"legend\"><span><i style=\"background:#9e9e9e\"></i>resource</span>"
@@ -484,9 +716,10 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
                       "#d32f2f\">&#9660; / dashed line: injected fault</span><span>&#9660; black: exit</span>"
                       "<span style=\"color:#1565c0\">&#9660; event &middot; line: world size</span></div>\n");
         /* the injected faults and events, as a list */
-        xbuf_puts(&b, "<details><summary>faults, exits and events</summary><table><tr><th>t (ms)</th><th>what</th></tr>");
+        xbuf_puts(&b, "<details><summary>faults, exits and events</summary><table><tr><th class=\"t\">t "
+                      "(ms)</th><th>what</th></tr>");
         for (size_t k = 0; k < r->nmarks; k++) {
-            xbuf_printf(&b, "<tr><td>%.0f</td><td>", r->marks[k].t_ms);
+            xbuf_printf(&b, "<tr><td class=\"t\">%.1f</td><td>", r->marks[k].t_ms);
             esc(&b, r->marks[k].label);
             xbuf_puts(&b, "</td></tr>");
         }
@@ -523,7 +756,11 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         }
         xbuf_puts(&b, "</section>\n");
     }
-    xbuf_puts(&b, "</main></body></html>\n");
+    /* the zoom buttons of the timelines: the SVG drawn N times as wide, in a
+     * box that scrolls */
+    xbuf_puts(&b, "</main><script>function zoom(b,n){var t=b.closest('.tl'),s=t.querySelector('svg');"
+                  "t.classList.toggle('zoomed',n>1);s.style.width=n>1?(n*s.getAttribute('width'))+'px':'';}"
+                  "</script></body></html>\n");
     int rc = write_file(path, b.data, b.len);
     xbuf_free(&b);
     return rc;

@@ -1,6 +1,8 @@
 /* sc_report: what run_scenarios shows of its results: the summary table
- * (text), a JUnit XML file (one testcase per scenario, failures and logs
- * inside) and one self-contained HTML page (per scenario an SVG timeline of
+ * (text), a JUnit XML file (one testcase per scenario run: its seed and
+ * replay command as properties and in system-out; a failed expectation as
+ * <failure>, an invalid file, a run that could not be carried out or was
+ * interrupted as <error>, one never started as <skipped>) and one self-contained HTML page (per scenario an SVG timeline of
  * the tasks on each learner and the injected faults, the world size, the
  * expectations with their outcome, and the logs), no external resources.
  *
@@ -13,7 +15,10 @@
 
 #include "sc_run.h"
 
-/* The summary table and the closing "N passed, N failed" line. */
+/* "PASS", "FAIL", "ERROR", "SKIP". */
+const char *sc_outcome_word(sc_outcome o);
+/* The summary table, the pass rate of each scenario run more than once
+ * (--repeat, --seeds) and the closing "N passed, N failed" line. */
 void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double wall_ms);
 /* The failed checks of one result, indented, for the console. */
 void sc_report_failure(FILE *out, const sc_result *r);

@@ -1,6 +1,6 @@
 /* sc_run: one run of one scenario (see sc_run.h).
  *
- * Phases, changed only by set_phase() (which logs them):
+ * Phases, changed only by sr_set_phase() (which logs them):
  *   OPERATOR   the mock operator is started (k8s mode) and its ready line
  *              awaited
  *   LEARNERS   the learner groups that start first, until all are ready
@@ -38,7 +38,6 @@ double sr_now(const sc_run *r)
     return (double)(ev_now_ms() - r->t0_ms);
 }
 
-void sr_log(sc_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sr_log(sc_run *r, const char *fmt, ...)
 {
     char msg[2048];
@@ -55,8 +54,6 @@ void sr_log(sc_run *r, const char *fmt, ...)
         fprintf(stderr, "[%s %8.1f] %s\n", r->s->name, sr_now(r), msg);
 }
 
-void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
 void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
 {
     sc_result *res = &r->res;
@@ -338,9 +335,10 @@ void sr_on_exit(void *ud, sc_proc *p, int status)
                  rp->ev_path, rp->ev_line + 1, rp->ev_part.len);
     if (r->ph >= PH_STOPPING) {
         /* the aggregator must leave cleanly on SIGTERM */
-        if (idx == SC_PROC_AGG && rp->teardown && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+        /* (not when aborted: then every process gets SIGKILL at once) */
+        if (idx == SC_PROC_AGG && rp->teardown && !r->aborted && !(WIFEXITED(status) && WEXITSTATUS(status) == 0))
             sr_check(r, false, 0, "aggregator exits with 0 on SIGTERM at the end", "it %s%s", how,
-                     WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? " (no exit within the grace period)" : "");
+                     r->killed_after_grace ? " (no exit within the grace period)" : "");
         maybe_done(r);
         return;
     }
@@ -428,6 +426,7 @@ static void on_kill_timer(ev_loop *loop, void *data)
 {
     sc_run *r = data;
     r->kill_timer = NULL;
+    r->killed_after_grace = true;
     for (size_t i = 0; i < r->nprocs; i++)
         if (r->procs[i].p && sc_proc_running(r->procs[i].p)) {
             sr_log(r, "%s still runs %d ms after SIGTERM: SIGKILL", sc_scenario_proc_name(r->s, (int)i), GRACE_MS);
@@ -449,6 +448,8 @@ static void finish_result(sc_run *r)
     for (size_t i = 0; i < res->nchecks; i++)
         if (!res->checks[i].ok)
             res->passed = false;
+    res->outcome = res->passed ? SC_PASSED : res->error ? SC_ERROR : SC_FAILED;
+    res->interrupted = r->aborted;
     res->timed_out = r->timed_out;
     res->duration_ms = (double)(ev_now_ms() - r->start_ms);
     for (int l = 0; l < r->s->nlearners; l++)
@@ -463,6 +464,8 @@ static void finish_result(sc_run *r)
     cJSON_AddStringToObject(j, "file", res->path);
     cJSON_AddItemToObject(j, "seed", jsonx_new_i64((int64_t)res->seed));
     cJSON_AddBoolToObject(j, "passed", res->passed);
+    static const char *const outcomes[] = {"passed", "failed", "error", "skipped"};
+    cJSON_AddStringToObject(j, "outcome", outcomes[res->outcome]);
     if (res->error)
         cJSON_AddStringToObject(j, "error", res->error);
     cJSON_AddItemToObject(j, "duration_ms", jsonx_new_double(res->duration_ms));
@@ -606,6 +609,22 @@ static int mkdir_p(const char *path)
     return rc == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* A new run folder OUT/runs/<name>-<seed>, or <name>-<seed>.N (N = 2, 3,
+ * ...) if that exists: a replay or a repeat never overwrites the evidence of
+ * an earlier run. */
+static char *new_run_dir(const char *out_dir, const char *name, uint64_t seed)
+{
+    char *runs = xasprintf("%s/runs", out_dir);
+    mkdir_p(runs);
+    char *dir = xasprintf("%s/%s-%llu", runs, name, (unsigned long long)seed);
+    for (int n = 2; mkdir(dir, 0755) != 0 && errno == EEXIST && n < 100000; n++) {
+        free(dir);
+        dir = xasprintf("%s/%s-%llu.%d", runs, name, (unsigned long long)seed, n);
+    }
+    free(runs);
+    return dir;
+}
+
 sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const sc_run_opts *opts, sc_run_done_cb done,
                      void *ud)
 {
@@ -620,15 +639,7 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
     r->ino_fd = r->ino_dir_wd = -1;
     r->seed = opts->has_seed ? opts->seed : s->seed;
     r->start_ms = ev_now_ms();
-    r->run_dir = xasprintf("%s/runs/%s-%llu", opts->out_dir, s->name, (unsigned long long)r->seed);
-    mkdir_p(r->run_dir);
-    /* old logs of an earlier run of the same scenario and seed */
-    static const char *const old[] = {"runner.log", "result.json", "commands.txt", "coordinator-script.json"};
-    for (size_t i = 0; i < sizeof old / sizeof old[0]; i++) {
-        char *p = xasprintf("%s/%s", r->run_dir, old[i]);
-        unlink(p);
-        free(p);
-    }
+    r->run_dir = new_run_dir(opts->out_dir, s->name, r->seed);
     r->nprocs = sc_scenario_proc_count(s);
     r->procs = xcalloc(r->nprocs, sizeof *r->procs);
     static const sc_proc_callbacks cbs = {sr_on_line, sr_on_exit};
@@ -640,11 +651,6 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
         rp->ev_wd = -1;
         rp->ev_seq = -1;
         const char *nm = sc_scenario_proc_name(s, (int)i);
-        for (const char *ext = ".log"; ext; ext = strcmp(ext, ".log") == 0 ? ".out" : NULL) {
-            char *p = xasprintf("%s/%s%s", r->run_dir, nm, ext);
-            unlink(p);
-            free(p);
-        }
         rp->p = sc_proc_new(set, nm, r->run_dir, &cbs, rp);
     }
     r->act_timers = xcalloc(s->nactions + 1, sizeof *r->act_timers);
@@ -669,6 +675,7 @@ sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const
     res->path = xstrdup(s->path);
     res->description = xstrdup(s->description ? s->description : "");
     res->seed = r->seed;
+    res->attempt = opts->attempt;
     res->run_dir = xstrdup(r->run_dir);
     res->replay = xasprintf("%s --seed %llu %s", opts->replay_prefix ? opts->replay_prefix : "run_scenarios",
                             (unsigned long long)r->seed, s->path);
@@ -696,6 +703,7 @@ void sc_run_abort(sc_run *r, const char *why)
     if (r->ph >= PH_STOPPING)
         return;
     r->aborted = true;
+    r->res.interrupted = true;
     if (!r->res.error)
         r->res.error = xstrdup(why);
     sr_check(r, false, 0, "the run", "%s", why);
@@ -708,6 +716,58 @@ void sc_run_abort(sc_run *r, const char *why)
         sr_stop_all_timers(r);
     }
     sr_teardown(r);
+}
+
+static void result_clear(sc_result *res)
+{
+    free(res->name);
+    free(res->path);
+    free(res->description);
+    free(res->error);
+    free(res->run_dir);
+    free(res->replay);
+    for (size_t i = 0; i < res->nchecks; i++) {
+        free(res->checks[i].what);
+        free(res->checks[i].detail);
+    }
+    free(res->checks);
+    for (size_t i = 0; i < res->nmarks; i++)
+        free(res->marks[i].label);
+    free(res->marks);
+    for (size_t i = 0; i < res->nbars; i++)
+        free(res->bars[i].task);
+    free(res->bars);
+    free(res->samples);
+    for (size_t i = 0; i < res->nprocs; i++) {
+        free(res->procs[i]);
+        free(res->logs[i]);
+    }
+    free(res->procs);
+    free(res->logs);
+    free(res->coordinator_summary);
+}
+
+sc_result *sc_result_unrun(const char *name, const char *path, uint64_t seed, const char *replay, sc_outcome outcome,
+                           const char *why, int line)
+{
+    sc_result *res = xcalloc(1, sizeof *res);
+    res->name = xstrdup(name);
+    res->path = xstrdup(path);
+    res->description = xstrdup("");
+    res->seed = seed;
+    res->replay = xstrdup(replay);
+    res->outcome = outcome;
+    res->error = xstrdup(why);
+    res->error_line = line;
+    return res;
+}
+
+void sc_result_free(sc_result *res)
+{
+    if (!res)
+        return;
+    result_clear(res);
+    free(res);
 }
 
 void sc_run_free(sc_run *r)
@@ -749,31 +809,6 @@ void sc_run_free(sc_run *r)
     free(r->agg_name);
     if (r->rlog)
         fclose(r->rlog);
-    sc_result *res = &r->res;
-    free(res->name);
-    free(res->path);
-    free(res->description);
-    free(res->error);
-    free(res->run_dir);
-    free(res->replay);
-    for (size_t i = 0; i < res->nchecks; i++) {
-        free(res->checks[i].what);
-        free(res->checks[i].detail);
-    }
-    free(res->checks);
-    for (size_t i = 0; i < res->nmarks; i++)
-        free(res->marks[i].label);
-    free(res->marks);
-    for (size_t i = 0; i < res->nbars; i++)
-        free(res->bars[i].task);
-    free(res->bars);
-    free(res->samples);
-    for (size_t i = 0; i < res->nprocs; i++) {
-        free(res->procs[i]);
-        free(res->logs[i]);
-    }
-    free(res->procs);
-    free(res->logs);
-    free(res->coordinator_summary);
+    result_clear(&r->res);
     free(r);
 }

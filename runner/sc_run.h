@@ -23,43 +23,45 @@
 #include "sc_scenario.h"
 
 typedef struct {
-    const char *aggregator;   /* paths of the executables */
+    const char *aggregator; /* paths of the executables */
     const char *mock_learner;
     const char *mock_coordinator;
     const char *mock_operator;
-    const char *out_dir;      /* run folders go to OUT/runs/<name>-<seed> */
+    const char *out_dir;       /* run folders go to OUT/runs/<name>-<seed>, or
+                                 <name>-<seed>.N if that exists: a run never
+                                 overwrites another's evidence */
     const char *replay_prefix; /* "run_scenarios --bin-dir X": the replay
                                   command is this, --seed S and the file */
     unsigned char *ports_used; /* 65536 flags shared by every run of the
                                   runner, so no port is handed out twice */
-    bool has_seed;            /* --seed given: replaces every scenario's seed */
+    bool has_seed;             /* --seed given: replaces every scenario's seed */
     uint64_t seed;
-    bool verbose;             /* print the runner's own log to stderr too */
-    bool learner_id_base;     /* mock_learner takes --id-base */
-    bool json_logs;           /* children log JSON (--log-format json) */
-    bool agg_events;          /* the aggregator takes --events: the world size,
-                                 joins and leaves come from its events (else
-                                 the world size is sampled from /metrics) */
-    bool agg_each_line;       /* ... and --events-each-line (else it flushes
-                                 its events every 20 ms) */
-    const char *log_level;    /* every process's --log-level; NULL: each its
-                                 default (info; debug for the mocks) */
+    int attempt;          /* the try of --repeat/--seeds (1, 2, ...); 0: one run */
+    bool verbose;         /* print the runner's own log to stderr too */
+    bool learner_id_base; /* mock_learner takes --id-base */
+    bool json_logs;       /* children log JSON (--log-format json) */
+    bool agg_events;      /* the aggregator takes --events: the world size,
+                             joins and leaves come from its events (else
+                             the world size is sampled from /metrics) */
+    bool agg_each_line;   /* ... and --events-each-line (else it flushes its
+                             events every 20 ms) */
+    const char *log_level; /* every process's --log-level; NULL: info */
 } sc_run_opts;
 
 /* One checked expectation (or an infrastructure failure). */
 typedef struct {
     bool ok;
-    int line;        /* line of the scenario file; 0: none */
-    char *what;      /* "task #3 learner_learn_task: status completed" */
-    char *detail;    /* why it failed (or what was seen) */
+    int line;     /* line of the scenario file; 0: none */
+    char *what;   /* "task #3 learner_learn_task: status completed" */
+    char *detail; /* why it failed (or what was seen) */
 } sc_check;
 
 /* Something on the timeline: an injected fault, an exit, an event. */
 typedef struct {
-    double t_ms;     /* since t0 (the aggregator's start) */
+    double t_ms; /* since t0 (the aggregator's start) */
     char *label;
-    int kind;        /* 0 action, 1 exit, 2 event, 3 join/leave note */
-    int learner;     /* the learner row it belongs to, -1: all */
+    int kind;    /* 0 action, 1 exit, 2 event, 3 join/leave note */
+    int learner; /* the learner row it belongs to, -1: all */
 } sc_mark;
 
 /* A task on a learner (from its log). */
@@ -75,18 +77,32 @@ typedef struct {
     int value;
 } sc_sample;
 
+/* The verdict of one scenario run, as JUnit knows them. */
+typedef enum {
+    SC_PASSED = 0,
+    SC_FAILED,  /* an expectation did not hold */
+    SC_ERROR,   /* the run could not be carried out, the file is invalid, or
+                   the runner was interrupted during the run */
+    SC_SKIPPED, /* not run (the runner was interrupted before it started) */
+} sc_outcome;
+
 typedef struct {
     char *name;
-    char *path;      /* scenario file */
+    char *path; /* scenario file */
     char *description;
     uint64_t seed;
+    int attempt; /* as in sc_run_opts */
     bool passed;
+    sc_outcome outcome;
     bool timed_out;
-    char *error;     /* set when the run could not be carried out */
-    double duration_ms;   /* wall time of the whole run */
-    double run_ms;        /* t0 to the end of the coordinator (or the run) */
-    char *run_dir;
-    char *replay;         /* the command that replays it */
+    bool interrupted;   /* ended early by sc_run_abort */
+    char *error;        /* set when the run could not be carried out (or the
+                        file is invalid, or the reason it was skipped) */
+    int error_line;     /* line of the file the error is about; 0: none */
+    double duration_ms; /* wall time of the whole run */
+    double run_ms;      /* t0 to the end of the coordinator (or the run) */
+    char *run_dir;      /* NULL: none (not run) */
+    char *replay;       /* the command that replays it (or checks it) */
     sc_check *checks;
     size_t nchecks;
     sc_mark *marks;
@@ -96,8 +112,8 @@ typedef struct {
     sc_sample *samples;
     size_t nsamples;
     int nlearners;
-    char **procs;         /* names of the processes, for logs */
-    char **logs;          /* their stderr log paths */
+    char **procs; /* names of the processes, for logs */
+    char **logs;  /* their stderr log paths */
     size_t nprocs;
     char *coordinator_summary; /* JSON text, or NULL */
 } sc_result;
@@ -107,10 +123,10 @@ typedef void (*sc_run_done_cb)(void *ud, sc_run *r);
 
 /* Starts the run; done is called once, from the loop, when everything the
  * run started has exited (never from inside sc_run_start). */
-sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const sc_run_opts *opts,
-                     sc_run_done_cb done, void *ud);
-/* Ends the run early (the runner was interrupted): kills everything;
- * done follows. */
+sc_run *sc_run_start(ev_loop *loop, sc_procset *set, const sc_scenario *s, const sc_run_opts *opts, sc_run_done_cb done,
+                     void *ud);
+/* Ends the run early (the runner was interrupted): kills everything at once
+ * (SIGKILL); done follows. The result is an SC_ERROR with why. */
 void sc_run_abort(sc_run *r, const char *why);
 const sc_result *sc_run_result(const sc_run *r);
 const sc_scenario *sc_run_scenario(const sc_run *r);
@@ -118,6 +134,13 @@ const sc_scenario *sc_run_scenario(const sc_run *r);
 double sc_run_elapsed_ms(const sc_run *r);
 const char *sc_run_phase(const sc_run *r);
 void sc_run_free(sc_run *r);
+
+/* A result for a scenario that did not run (outcome SC_ERROR or
+ * SC_SKIPPED): name, file, seed, the replay command, and why. The caller
+ * owns it (sc_result_free). */
+sc_result *sc_result_unrun(const char *name, const char *path, uint64_t seed, const char *replay, sc_outcome outcome,
+                           const char *why, int line);
+void sc_result_free(sc_result *res);
 
 /* Prometheus text: the value of the sample `name` whose labels include every
  * label of `labels` (an object of strings, or NULL). false if absent. */

@@ -133,6 +133,7 @@ struct sc_run {
     char *op_error;
     bool timed_out;
     bool aborted;
+    bool killed_after_grace; /* the teardown's SIGKILL after GRACE_MS */
     sc_result res;
     size_t capchecks, capmarks, capbars, capsamples;
 };

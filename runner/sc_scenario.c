@@ -359,6 +359,16 @@ static void unknown_task(vctx *v, const char *path, const char *name)
 
 /* ---- learner and process references ---- */
 
+/* "learner3", or "learner0..learner7" for count learners from first. */
+static const char *learner_range(int first, int count, char *buf, size_t len)
+{
+    if (count == 1)
+        snprintf(buf, len, "learner%d", first);
+    else
+        snprintf(buf, len, "learner%d..learner%d", first, first + count - 1);
+    return buf;
+}
+
 /* "learner7" or 7 -> 7; -1 with an error. */
 static int learner_ref(vctx *v, const sc_scenario *s, const cJSON *it, const char *path)
 {
@@ -385,8 +395,8 @@ static int learner_ref(vctx *v, const sc_scenario *s, const cJSON *it, const cha
         if (s->nlearners == 0)
             verr(v, path, "no such learner: the scenario has no learners");
         else
-            verr(v, path, "no learner %lld: the scenario has learner0..learner%d", (long long)idx,
-                 s->nlearners - 1);
+            verr(v, path, "no learner %lld: the scenario has %s", (long long)idx,
+                 learner_range(0, s->nlearners, (char[40]){0}, 40));
         return -1;
     }
     return (int)idx;
@@ -427,7 +437,7 @@ static int proc_ref(vctx *v, const sc_scenario *s, const char *t, const char *pa
     for (size_t g = 0; g < s->ngroups; g++)
         xbuf_printf(&k, ", %s", s->groups[g].name);
     if (s->nlearners > 0)
-        xbuf_printf(&k, ", learner0..learner%d", s->nlearners - 1);
+        xbuf_printf(&k, ", %s", learner_range(0, s->nlearners, (char[40]){0}, 40));
     char *ks = xbuf_take(&k);
     verr(v, path, "no process or learner '%s' (known: %s)", t, ks);
     free(ks);
@@ -455,8 +465,8 @@ static bool localize_fault(vctx *v, const sc_scenario *s, const sc_group *g, cJS
     } else {
         int l = learner_ref(v, s, lr, lp);
         if (l >= 0 && (l < g->first || l >= g->first + g->count))
-            verr(v, lp, "learner%d is not in group '%s' (learner%d..learner%d)", l, g->name, g->first,
-                 g->first + g->count - 1);
+            verr(v, lp, "learner%d is not in group '%s' (%s)", l, g->name,
+                 learner_range(g->first, g->count, (char[40]){0}, 40));
         else if (l >= 0)
             cJSON_ReplaceItemInObjectCaseSensitive(fault, "learner", jsonx_new_i64(l - g->first));
     }

@@ -253,6 +253,9 @@ static double num(const cJSON *obj, const char *key, double dflt)
     return jsonx_get_double(jsonx_get(obj, key), &d) ? d : dflt;
 }
 
+/* The started line's config: {"learners": [ids, or {"id", "addr"}],
+ * "time_scale", "kubernetes", and the timings in ms, at the top level or
+ * under "timings". */
 static void read_config(model *m, const evt_record *r)
 {
     const cJSON *c = evt_json(r, EVT_F_config);
@@ -261,18 +264,20 @@ static void read_config(model *m, const evt_record *r)
         return;
     }
     m->src_scale = num(c, "time_scale", 1);
-    const cJSON *k = jsonx_get(c, "k8s");
-    m->k8s = cJSON_IsTrue(k);
-    const cJSON *t = jsonx_get(c, "timings");
-    m->span_ms = num(t, "heartbeat_span_ms", m->span_ms);
-    m->tolerance_ms = num(t, "heartbeat_tolerance_ms", m->tolerance_ms);
-    m->max_retry_ms = num(t, "max_retry_ms", m->max_retry_ms);
-    m->retry_ms = num(t, "retry_interval_ms", m->retry_ms);
-    m->sync_ms = num(t, "sync_period_ms", m->sync_ms);
-    m->deadline_ms = num(t, "task_deadline_ms", m->deadline_ms);
+    if (!(m->src_scale > 0))
+        m->src_scale = 1;
+    m->k8s = cJSON_IsTrue(jsonx_get(c, "kubernetes")) || cJSON_IsTrue(jsonx_get(c, "k8s"));
+    const cJSON *t = cJSON_IsObject(jsonx_get(c, "timings")) ? jsonx_get(c, "timings") : c;
+    m->span_ms = num(t, "heartbeat_span_ms", m->span_ms * m->src_scale);
+    m->tolerance_ms = num(t, "heartbeat_tolerance_ms", m->tolerance_ms * m->src_scale);
+    m->max_retry_ms = num(t, "max_retry_ms", m->max_retry_ms * m->src_scale);
+    m->retry_ms = num(t, "retry_interval_ms", m->retry_ms * m->src_scale);
+    m->sync_ms = num(t, "sync_period_ms", m->sync_ms * m->src_scale);
+    m->deadline_ms = num(t, "task_deadline_ms", m->deadline_ms * m->src_scale);
     const cJSON *ls = jsonx_get(c, "learners");
     for (const cJSON *e = cJSON_IsArray(ls) ? ls->child : NULL; e; e = e->next) {
-        learner *l = find_learner(m, jsonx_get_str(e, "id"), jsonx_get_str(e, "addr"));
+        learner *l = cJSON_IsString(e) ? find_learner(m, e->valuestring, NULL)
+                                       : find_learner(m, jsonx_get_str(e, "id"), jsonx_get_str(e, "addr"));
         if (l)
             l->configured = true;
     }

@@ -61,6 +61,16 @@ static void config_errors_name_the_field(void **state)
         {"{\"learner\": {\"a\": [\"\", \"h\", 1]}}", "field \"learner.a\"[0] (id) must be a non-empty string"},
         {"{\"learner\": {\"a\": [\"x\", \"h\", 1], \"b\": [\"x\", \"h\", 2]}}", "learner id 'x' is given twice"},
         {"{\"master\": ", "not valid JSON"},
+        /* unknown keys at every level, with the line and the nearest key */
+        {"{\"lerner\": {}}", "cfg:1: unknown field \"lerner\" (did you mean \"learner\"?); known fields at the top: "
+                             "master, slave, learner, node, partition"},
+        {"{\"master\": {\"host\": \"h\"},\n\n \"salve\": {}}", "cfg:3: unknown field \"salve\" (did you mean \"slave\"?)"},
+        {"{\"zzzzzz\": 1}", "cfg:1: unknown field \"zzzzzz\"; known fields at the top"},
+        {"{\"master\": {\n\"prot\": 1}}", "cfg:2: unknown field \"master.prot\" (did you mean \"master.port\"?); "
+                                       "known fields of \"master\": host, port"},
+        {"{\"learner\": {},\n \"learner\": {}}", "cfg:2: field \"learner\" is given twice (first at line 1)"},
+        {"{\"slave\": {\"port\": 1,\n \"port\": 2}}", "cfg:2: field \"slave.port\" is given twice (first at line 1)"},
+        {"{\"learner\": {\"a\": [\"a\", \"h\", 1],\n \"b\": [\"b\", \"h\"]}}", "cfg:2: field \"learner.b\" must be a list"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         agg_config c;

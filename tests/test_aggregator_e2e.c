@@ -167,8 +167,9 @@ static void start_agg(fx *f, const char *const *extra)
     f->master_port = (int)v;
 }
 
-/* Runs mock_coordinator with a script; returns its exit code. */
-static int coordinate(fx *f, const char *script, const char *const *extra)
+/* Starts mock_coordinator with a script (and extra flags) towards the
+ * aggregator; the caller waits for it. */
+static void coordinate_start_with(fx *f, proc *c, const char *script, const char *const *extra)
 {
     char path[300], log[300];
     int n = ++f->nlog;
@@ -185,9 +186,20 @@ static int coordinate(fx *f, const char *script, const char *const *extra)
     arg(&a, "--time-scale=" SCALE);
     for (int i = 0; extra && extra[i]; i++)
         arg(&a, "%s", extra[i]);
-    proc c;
-    assert_true(proc_start(&c, a.v, NULL, log));
+    assert_true(proc_start(c, a.v, NULL, log));
     args_free(&a);
+}
+
+static void coordinate_start(fx *f, proc *c, const char *script)
+{
+    coordinate_start_with(f, c, script, NULL);
+}
+
+/* Runs mock_coordinator with a script; returns its exit code. */
+static int coordinate(fx *f, const char *script, const char *const *extra)
+{
+    proc c;
+    coordinate_start_with(f, &c, script, extra);
     const char *out = proc_read_all(&c, 60000);
     int rc = proc_wait(&c, 60000);
     if (rc != 0) {
@@ -397,6 +409,31 @@ static void happy_path_with_four_learners_checks_split_and_merge(void **state)
     assert_int_equal(proc_stop(&f->agg, 3000), 0);
 }
 
+/* Two mock_learner processes, the second with --id-base 2, append to one
+ * dump: the ids stay unique, so the coordinator's dump checks hold. */
+static void two_learner_processes_with_id_base_share_one_dump(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_learners(f, "learner", 2, (const char *[]){"--id-base=2", NULL});
+    assert_string_equal(f->ids[2], "learner2");
+    assert_string_equal(f->ids[3], "learner3");
+    start_agg(f, NULL);
+    char dump[300];
+    snprintf(dump, sizeof dump, "--dump=%s/dump-learner.jsonl", f->dir);
+    assert_int_equal(coordinate(f,
+                                "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 4}}}, "
+                                "{\"name\": \"learner_start_task\"}, {\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"expect\": "
+                                "{\"fields\": {\"info.learner_id\": [\"learner0\", \"learner1\", \"learner2\", \"learner3\"]}}}, "
+                                "{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}, {\"name\": \"learner_close_task\"}]}",
+                                (const char *const[]){dump, NULL}),
+                     0);
+    /* the checks ran: both rounds' merges were recomputed from the dump */
+    char log[300];
+    snprintf(log, sizeof log, "%s/coordinator%d.log", f->dir, f->nlog);
+    assert_true(log_has(log, "dumps: 4 learners, 2 learn rounds sent, 2 merges"));
+}
+
 static void resource_is_the_sum_and_unknown_task_fails(void **state)
 {
     fx *f = *state;
@@ -429,6 +466,9 @@ static void learn_data_of_the_wrong_length_fails_and_says_both_lengths(void **st
                      0);
 }
 
+/* A learner crashes mid-learn: the task fails naming it, the next learn
+ * fails before sending (its slice is gone), a new get-data goes on without
+ * it; the events say so in order (issue 12). */
 static void learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world(void **state)
 {
     fx *f = *state;
@@ -437,7 +477,7 @@ static void learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world(void
                    (const char *[]){"--fault={\"kind\": \"crash\", \"task\": \"learner_learn_task\", \"when\": "
                                     "\"during\"}",
                                     NULL});
-    start_agg(f, (const char *[]){"--task-deadline-ms=20000", NULL});
+    start_agg(f, (const char *[]){"--task-deadline-ms=20000", events_flag(f), NULL});
     assert_int_equal(coordinate(f,
                                 "{\"tasks\": ["
                                 "{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 3}}},"
@@ -453,23 +493,7 @@ static void learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world(void
                                 NULL),
                      0);
     assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
-}
-
-/* issue 12: the events of a crash mid-learn, in order, with their fields. */
-static void crash_mid_learn_is_told_by_events_in_order(void **state)
-{
-    fx *f = *state;
-    start_learners(f, "good", 2, NULL);
-    start_learners(f, "doomed", 1,
-                   (const char *[]){"--fault={\"kind\": \"crash\", \"task\": \"learner_learn_task\", \"when\": "
-                                    "\"during\"}",
-                                    NULL});
-    start_agg(f, (const char *[]){"--task-deadline-ms=20000", events_flag(f), NULL});
-    assert_int_equal(coordinate(f,
-                                "{\"tasks\": [{\"name\": \"learner_get_data_task\"},"
-                                "{\"name\": \"learner_learn_task\", \"expect\": {\"status\": \"failed\"}}]}",
-                                NULL),
-                     0);
+    /* issue 12: the events tell it in order, with their fields */
     evts e = agg_stop_events(f);
     assert_int_equal(e.r[0].id, EVT_started);
     assert_string_equal(e.r[0].process, "aggregator");
@@ -502,7 +526,7 @@ static void crash_mid_learn_is_told_by_events_in_order(void **state)
     assert_true(left > sd);
     assert_non_null(strstr(ev_str(&e, left, EVT_F_reason), "no heartbeat"));
     assert_int_equal(ev_int(&e, left, EVT_F_world), 2);
-    int hb = ev_find(&e, sd - 2, EVT_heartbeat_lost, "doomed0", NULL);
+    int hb = ev_find(&e, sent, EVT_heartbeat_lost, "doomed0", NULL);
     assert_true(hb >= 0 && hb < left);
     assert_true(ev_int(&e, hb, EVT_F_after_ms) >= 850); /* the tolerance at this time scale */
     int done = ev_find(&e, left, EVT_task_done, NULL, "learner_learn_task");
@@ -521,7 +545,6 @@ static void crash_mid_learn_is_told_by_events_in_order(void **state)
     assert_true(sh > done);
     assert_string_equal(ev_str(&e, sh, EVT_F_signal), "SIGTERM");
     events_free(&e);
-    assert_int_equal(proc_wait(&f->groups[1], 5000), 3);
 }
 
 static void learner_that_hangs_is_named_with_the_deadline(void **state)
@@ -691,11 +714,16 @@ static void learner_that_joins_late_is_taken_in(void **state)
     assert_true(ce > 0);
     assert_int_equal(ev_int(&e, ce, EVT_F_attempts), 1);
     assert_non_null(strstr(ev_str(&e, ce, EVT_F_reason), "refused"));
-    /* the same reason every retry: told once */
-    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "late0"), 1);
     int j = ev_find(&e, ce, EVT_learner_joined, "late0", NULL);
     assert_true(j > ce);
     assert_true(ev_int(&e, j, EVT_F_attempts) > 1);
+    /* told at the first failure and when the reason changes, not at every
+     * retry (about ten here, all refused unless the machine is loaded) */
+    int told = ev_count(&e, EVT_learner_connect_error, "late0");
+    assert_true(told < ev_int(&e, j, EVT_F_attempts) - 1);
+    for (int k = ev_find(&e, ce + 1, EVT_learner_connect_error, "late0", NULL), prev = ce; k >= 0;
+         prev = k, k = ev_find(&e, k + 1, EVT_learner_connect_error, "late0", NULL))
+        assert_string_not_equal(ev_str(&e, k, EVT_F_reason), ev_str(&e, prev, EVT_F_reason));
     assert_true(ev_int(&e, j, EVT_F_after_ms) >= 1000);
     assert_int_equal(ev_count(&e, EVT_learner_join_failed, NULL), 0);
     assert_int_equal(ev_count(&e, EVT_learner_connect_error, "learner0"), 0);
@@ -718,10 +746,13 @@ static void learner_that_never_joins_is_reported_failed_in_the_ready_line(void *
     evts e = agg_stop_events(f);
     int ce = ev_find(&e, 0, EVT_learner_connect_error, "ghost0", NULL);
     assert_true(ce > 0);
-    const char *reason = ev_str(&e, ce, EVT_F_reason);
-    assert_non_null(strstr(reason, "refused"));
+    assert_non_null(strstr(ev_str(&e, ce, EVT_F_reason), "refused"));
     int jf = ev_find(&e, ce, EVT_learner_join_failed, "ghost0", NULL);
     assert_true(jf > ce);
+    /* with the last reason told */
+    for (int k = ce; k >= 0 && k < jf; k = ev_find(&e, k + 1, EVT_learner_connect_error, "ghost0", NULL))
+        ce = k;
+    const char *reason = ev_str(&e, ce, EVT_F_reason);
     assert_string_equal(ev_str(&e, jf, EVT_F_reason), reason);
     assert_true(ev_int(&e, jf, EVT_F_attempts) > 1);
     assert_true(ev_int(&e, jf, EVT_F_after_ms) >= 800);
@@ -747,18 +778,26 @@ static void each_change_of_join_failure_reason_is_told(void **state)
                    (const char *[]){"--channel=7", "--fault={\"kind\": \"slow_join\", \"after_ms\": 300}", NULL});
     start_agg(f, (const char *[]){"--max-retry-ms=1500", "--log-level=info", events_flag(f), NULL});
     evts e = agg_stop_events(f);
-    assert_int_equal(ev_count(&e, EVT_learner_connect_error, "other0"), 2);
+    /* refused first, then 403 (Channel not match) until the end: two
+     * reasons told (more only if a loaded machine made an attempt time out) */
+    int told = ev_count(&e, EVT_learner_connect_error, "other0");
+    assert_true(told >= 2);
     int a = ev_find(&e, 0, EVT_learner_connect_error, "other0", NULL);
-    int b = ev_find(&e, a + 1, EVT_learner_connect_error, "other0", NULL);
     assert_non_null(strstr(ev_str(&e, a, EVT_F_reason), "refused"));
-    assert_non_null(strstr(ev_str(&e, b, EVT_F_reason), "403"));
+    int b = a;
+    for (int k = a; k >= 0; k = ev_find(&e, k + 1, EVT_learner_connect_error, "other0", NULL)) {
+        if (k != a)
+            assert_string_not_equal(ev_str(&e, k, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
+        b = k;
+    }
+    assert_non_null(strstr(ev_str(&e, b, EVT_F_reason), "/connect answered HTTP 403"));
     assert_true(ev_int(&e, b, EVT_F_attempts) > ev_int(&e, a, EVT_F_attempts));
     int jf = ev_find(&e, b, EVT_learner_join_failed, "other0", NULL);
     assert_true(jf > b);
     assert_string_equal(ev_str(&e, jf, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
     char log[300];
     snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
-    assert_int_equal(log_count(log, "[other0] cannot join yet"), 2);
+    assert_int_equal(log_count(log, "[other0] cannot join yet"), told);
     events_free(&e);
 }
 
@@ -818,22 +857,10 @@ static void sigterm_mid_task_fails_it_and_exits_zero(void **state)
     fx *f = *state;
     start_learners(f, "learner", 2, (const char *[]){"--learn-time-ms=5000", NULL});
     start_agg(f, (const char *[]){events_flag(f), NULL});
-    char path[300], log[300];
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    snprintf(log, sizeof log, "%s/coordinator.log", f->dir);
-    FILE *fp = fopen(path, "w");
-    fputs("{\"tasks\": [{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", \"expect\": "
-          "{\"status\": \"failed\", \"message_contains\": \"shutting down\"}}]}",
-          fp);
-    fclose(fp);
-    args a = {0};
-    arg(&a, "%s", MOCK_COORDINATOR_BIN);
-    arg(&a, "--connect=127.0.0.1:%d", f->slave_port);
-    arg(&a, "--script=%s", path);
-    arg(&a, "--time-scale=" SCALE);
     proc c;
-    assert_true(proc_start(&c, a.v, NULL, log));
-    args_free(&a);
+    coordinate_start(f, &c,
+                     "{\"tasks\": [{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\", "
+                     "\"expect\": {\"status\": \"failed\", \"message_contains\": \"shutting down\"}}]}");
     assert_true(agg_log_wait(f, "task learner_learn_task", 10000));
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -896,20 +923,8 @@ static void metrics_show_a_task_in_flight_and_each_learner(void **state)
     start_learners(f, "learner", 2, (const char *[]){"--learn-time-ms=1000", NULL});
     start_learners(f, "ghost", 1, (const char *[]){"--fault={\"kind\": \"refuse\"}", NULL});
     start_agg(f, (const char *[]){"--max-retry-ms=300", "--learner=we\"ird\\id=127.0.0.1:1", NULL});
-    char path[300], log[300];
-    snprintf(path, sizeof path, "%s/script.json", f->dir);
-    snprintf(log, sizeof log, "%s/coordinator.log", f->dir);
-    FILE *fp = fopen(path, "w");
-    fputs("{\"tasks\": [{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}]}", fp);
-    fclose(fp);
-    args a = {0};
-    arg(&a, "%s", MOCK_COORDINATOR_BIN);
-    arg(&a, "--connect=127.0.0.1:%d", f->slave_port);
-    arg(&a, "--script=%s", path);
-    arg(&a, "--time-scale=" SCALE);
     proc c;
-    assert_true(proc_start(&c, a.v, NULL, log));
-    args_free(&a);
+    coordinate_start(f, &c, "{\"tasks\": [{\"name\": \"learner_get_data_task\"}, {\"name\": \"learner_learn_task\"}]}");
     assert_true(agg_log_wait(f, "task learner_learn_task", 10000));
     char out[300];
     snprintf(out, sizeof out, "%s/metrics.txt", f->dir);
@@ -950,6 +965,27 @@ static void metrics_show_a_task_in_flight_and_each_learner(void **state)
     fetch_metrics(f, out);
     assert_true(metric_value(out, "dilearn_tasks_in_flight") == 0);
     assert_true(metric_value(out, "dilearn_oldest_task_in_flight_seconds") == 0);
+}
+
+/* An events file that cannot be written: counted in /metrics, logged once,
+ * and the aggregator works on. */
+static void events_write_errors_are_counted_and_never_stop(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_agg(f, (const char *[]){"--events=/dev/full", "--events-each-line", NULL});
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 1}}}]}",
+                                NULL),
+                     0);
+    char out[300], log[300];
+    snprintf(out, sizeof out, "%s/metrics.txt", f->dir);
+    fetch_metrics(f, out);
+    assert_true(metric_value(out, "dilearn_events_write_errors_total") >= 3); /* started, joined, task_received, ... */
+    assert_true(metric_value(out, "dilearn_events_total") >= metric_value(out, "dilearn_events_write_errors_total"));
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_int_equal(log_count(log, "events file /dev/full: write"), 1);
+    assert_int_equal(proc_stop(&f->agg, 5000), 0);
+    f->agg_stopped = true;
 }
 
 #ifdef MOCK_OPERATOR_BIN
@@ -1047,24 +1083,92 @@ static void operator_syncs_are_told_by_events(void **state)
 }
 #endif
 
-static void bad_configuration_exits_2_naming_the_field(void **state)
+/* Runs the aggregator with a config file of this text (if any) and a flag
+ * (if any): it must exit 2 and its log contain want, after the config's
+ * path when with_path. */
+static void expect_exit_2(fx *f, const char *name, const char *config_text, const char *flag, bool with_path,
+                          const char *want)
 {
-    fx *f = *state;
     char cfgp[300], log[300];
-    snprintf(cfgp, sizeof cfgp, "%s/bad.json", f->dir);
-    snprintf(log, sizeof log, "%s/bad.log", f->dir);
-    FILE *fp = fopen(cfgp, "w");
-    fputs("{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", fp);
-    fclose(fp);
+    snprintf(cfgp, sizeof cfgp, "%s/%s.json", f->dir, name);
+    snprintf(log, sizeof log, "%s/%s.log", f->dir, name);
     args a = {0};
     arg(&a, "%s", AGGREGATOR_BIN);
-    arg(&a, "--config=%s", cfgp);
+    if (config_text) {
+        FILE *fp = fopen(cfgp, "w");
+        assert_non_null(fp);
+        fputs(config_text, fp);
+        fclose(fp);
+        arg(&a, "--config=%s", cfgp);
+    }
+    if (flag)
+        arg(&a, "%s", flag);
     proc p;
     assert_true(proc_start(&p, a.v, NULL, log));
     args_free(&a);
     assert_int_equal(proc_wait(&p, 5000), 2);
-    assert_true(log_has(log, "field \"master.port\" must be an integer from 0 to 65535"));
+    char w[600];
+    snprintf(w, sizeof w, "%s%s", with_path ? cfgp : "", want);
+    if (!log_has(log, w))
+        proc_show_log(&p, 5);
+    assert_true(log_has(log, w));
     proc_free(&p);
+}
+
+static void bad_configuration_exits_2_naming_the_field(void **state)
+{
+    expect_exit_2(*state, "bad", "{\"master\": {\"host\": \"127.0.0.1\", \"port\": \"x\"}}", NULL, false,
+                  "field \"master.port\" must be an integer from 0 to 65535");
+}
+
+/* A typo in a key used to start an aggregator with 0 learners (exit 0). */
+static void misspelled_config_key_exits_2_naming_it_with_its_line(void **state)
+{
+    expect_exit_2(*state, "typo",
+                  "{\n  \"slave\": {\"host\": \"127.0.0.1\", \"port\": 0},\n  \"lerner\": {\"l0\": [\"l0\", \"127.0.0.1\", 1]}\n}\n",
+                  NULL, true, ":3: unknown field \"lerner\" (did you mean \"learner\"?)");
+}
+
+/* --allow-master: a coordinator from elsewhere is refused with 403 and the
+ * envelope (code 503) naming its address, and never becomes the master. */
+static void allow_master_refuses_a_coordinator_from_another_address(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 1, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=192.0.2.0/24,2001:db8::/32", NULL});
+    char out[300], cmd[800];
+    snprintf(out, sizeof out, "%s/connect.json", f->dir);
+    snprintf(cmd, sizeof cmd,
+             "curl -s -o '%s' -w '%%{http_code}' -X POST -H 'Channel: 0' -H 'Token: t' "
+             "-d '{\"master\": {\"address\": \"http://192.0.2.1:1\"}}' http://127.0.0.1:%d/connect "
+             "| grep -qx 403",
+             out, f->slave_port);
+    assert_int_equal(system(cmd), 0);
+    assert_true(log_has(out, "\"code\":503"));
+    assert_true(log_has(out, "\"success\":false"));
+    assert_true(log_has(out, "Connection refused: the peer address 127.0.0.1 is not allowed"));
+    /* the mock coordinator cannot connect either (its connect is final) */
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\"}]}", NULL), 1);
+    char log[300];
+    snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
+    assert_true(log_has(log, "refused: the peer address 127.0.0.1 is not in the allowed masters (192.0.2.0/24, "
+                             "2001:db8::/32)"));
+}
+
+static void allow_master_lets_a_listed_coordinator_work_as_before(void **state)
+{
+    fx *f = *state;
+    start_learners(f, "learner", 2, NULL);
+    start_agg(f, (const char *const[]){"--allow-master=10.0.0.0/8", "--allow-master=127.0.0.1,::1", NULL});
+    assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}]}",
+                                NULL),
+                     0);
+}
+
+static void bad_allow_master_exits_2_naming_the_entry(void **state)
+{
+    expect_exit_2(*state, "bad_allow", NULL, "--allow-master=127.0.0.1,10.0.0.0/40", false,
+                  "--allow-master: '10.0.0.0/40': the prefix must be a number from 0 to 32 for an IPv4 address");
 }
 
 int main(void)
@@ -1083,10 +1187,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(happy_path_with_four_learners_checks_split_and_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(resource_is_the_sum_and_unknown_task_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(two_learner_processes_with_id_base_share_one_dump, setup, teardown),
         cmocka_unit_test_setup_teardown(learn_data_of_the_wrong_length_fails_and_says_both_lengths, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_dies_mid_learn_fails_the_task_and_leaves_the_world, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(crash_mid_learn_is_told_by_events_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(learner_that_hangs_is_named_with_the_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(error_status_on_task_new_fails_the_task_naming_the_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(refused_start_fails_with_the_reference_message, setup, teardown),
@@ -1103,9 +1207,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(metrics_are_served_in_prometheus_text, setup, teardown),
         cmocka_unit_test_setup_teardown(metrics_show_a_task_in_flight_and_each_learner, setup, teardown),
         cmocka_unit_test_setup_teardown(bad_configuration_exits_2_naming_the_field, setup, teardown),
+        cmocka_unit_test_setup_teardown(events_write_errors_are_counted_and_never_stop, setup, teardown),
 #ifdef MOCK_OPERATOR_BIN
         cmocka_unit_test_setup_teardown(operator_syncs_are_told_by_events, setup, teardown),
 #endif
+        cmocka_unit_test_setup_teardown(misspelled_config_key_exits_2_naming_it_with_its_line, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_refuses_a_coordinator_from_another_address, setup, teardown),
+        cmocka_unit_test_setup_teardown(allow_master_lets_a_listed_coordinator_work_as_before, setup, teardown),
+        cmocka_unit_test_setup_teardown(bad_allow_master_exits_2_naming_the_entry, setup, teardown),
     };
     return cmocka_run_group_tests_name("aggregator_e2e", tests, NULL, NULL);
 }

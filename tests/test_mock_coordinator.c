@@ -149,6 +149,8 @@ static void oracle_refuses_an_empty_list_of_results(void **state)
 
 /* ---- merge check ---- */
 
+static void print_fails(const mc_fail *f);
+
 typedef struct {
     cJSON *items;
     cJSON *res[2];
@@ -166,8 +168,8 @@ static void merge_fx_init(merge_fx *m, const char *r0, const char *r1, const cha
     m->res[0] = J(r0);
     m->res[1] = r1 ? J(r1) : NULL;
     m->agg = J(agg);
-    m->slices[0] = (mcd_slice){"learner0", 0, r1 ? 3 : 4, m->res[0]};
-    m->slices[1] = (mcd_slice){"learner1", 3, 1, m->res[1]};
+    m->slices[0] = (mcd_slice){"learner0", 0, r1 ? 3 : 4, m->res[0], NULL};
+    m->slices[1] = (mcd_slice){"learner1", 3, 1, m->res[1], "complete"};
     m->view = (mcd_view){m->slices, r1 ? 2 : 1, true};
     m->round = (mcd_round){1, m->items, true};
     m->out = (mcv_outcome){true, m->agg};
@@ -283,7 +285,41 @@ static void merge_check_says_when_a_learner_result_is_missing(void **state)
     mc_fail f;
     mc_fail_init(&f);
     mcv_check_merges(&m.round, &m.view, &m.out, 1, &f);
-    assert_true(mc_fail_has(&f, "round 1: learner1's learn result is not in the dumps"));
+    assert_true(mc_fail_has(&f, "round 1: the aggregator completed the learn task, but learner1 never reported its "
+                                "slice (items r1-3..r1-3; no learn result in the dumps)"));
+    mc_fail_free(&f);
+    merge_fx_free(&m);
+}
+
+/* A learner that died mid-learn has no result: when the learn failed (as it
+ * should) there is nothing to check and nothing wrong. */
+static void merge_check_passes_a_failed_learn_whose_learner_never_reported(void **state)
+{
+    (void)state;
+    merge_fx m;
+    merge_fx_init(&m, R0, R1, "{\"message\": \"learner1: connection lost\"}");
+    m.slices[1].result = NULL;
+    m.out.completed = false;
+    mc_fail f;
+    mc_fail_init(&f);
+    assert_int_equal(mcv_check_merges(&m.round, &m.view, &m.out, 1, &f), 0);
+    print_fails(&f);
+    assert_int_equal(mc_fail_count(&f), 0);
+    mc_fail_free(&f);
+    merge_fx_free(&m);
+}
+
+static void merge_check_flags_a_completed_learn_whose_learner_reported_a_failure(void **state)
+{
+    (void)state;
+    merge_fx m;
+    merge_fx_init(&m, R0, R1, R0);
+    m.slices[1].report = "fail";
+    mc_fail f;
+    mc_fail_init(&f);
+    assert_int_equal(mcv_check_merges(&m.round, &m.view, &m.out, 1, &f), 0);
+    assert_true(mc_fail_has(&f, "round 1: the aggregator completed the learn task, but learner1's report of its slice "
+                                "was \"fail\", not \"complete\""));
     mc_fail_free(&f);
     merge_fx_free(&m);
 }
@@ -666,8 +702,122 @@ static void dump_results_that_cannot_be_paired_are_a_failure(void **state)
     dfx_result(&x, "learner0", "{}");
     dfx_result(&x, "learner0", "{}");
     dfx_check(&x);
-    assert_true(mc_fail_has(&x.f, "learner0: the dumps hold 2 learn results but 1 learns with items"));
+    assert_true(mc_fail_has(&x.f, "learner0: the dumps hold 2 learn results without a task id or learn number but 1 "
+                                  "such learns with items"));
     assert_null(x.views[0].slices[0].result);
+    dfx_free(&x);
+}
+
+/* Lines as mock_learner writes them: items and results carry the task id. */
+static void dfx_item_t(dump_fx *x, const char *learner, const char *task_id, int learn, size_t round, size_t start,
+                       size_t len)
+{
+    for (size_t k = 0; k < len; k++) {
+        char *it = jsonx_print(cJSON_GetArrayItem(x->items[round - 1], (int)(start + k)));
+        xbuf_printf(&x->text, "{\"learner\": \"%s\", \"task_id\": \"%s\", \"learn\": %d, \"index\": %zu, \"item\": %s}\n",
+                    learner, task_id, learn, k, it);
+        free(it);
+    }
+}
+
+static void dfx_result_t(dump_fx *x, const char *learner, const char *task_id, const char *report, const char *result)
+{
+    xbuf_printf(&x->text,
+                "{\"learner\": \"%s\", \"task_id\": \"%s\", \"task\": \"learner_learn_task\", \"report\": \"%s\", "
+                "\"result\": %s}\n",
+                learner, task_id, report, result);
+}
+
+/* The OOM case: the victim learned round 1 and died in round 2 before it
+ * reported. Round 1 keeps its result (paired by task id), round 2 has none,
+ * and nothing is a failure. */
+static void dump_results_pair_by_task_id_when_a_learner_died_mid_learn(void **state)
+{
+    (void)state;
+    dump_fx x;
+    dfx_init(&x, 2, 2);
+    dfx_item_t(&x, "learner0", "t-a1", 1, 1, 0, 1);
+    dfx_item_t(&x, "victim0", "t-v1", 1, 1, 1, 1);
+    dfx_result_t(&x, "learner0", "t-a1", "complete", "\"a1\"");
+    dfx_result_t(&x, "victim0", "t-v1", "complete", "\"v1\"");
+    dfx_item_t(&x, "learner0", "t-a2", 2, 2, 0, 1);
+    dfx_item_t(&x, "victim0", "t-v2", 2, 2, 1, 1);
+    dfx_result_t(&x, "learner0", "t-a2", "complete", "\"a2\"");
+    dfx_check(&x);
+    print_fails(&x.f);
+    assert_int_equal(mc_fail_count(&x.f), 0);
+    assert_true(x.views[0].complete && x.views[1].complete);
+    assert_string_equal(x.views[0].slices[1].learner, "victim0");
+    assert_string_equal(x.views[0].slices[1].result->valuestring, "v1");
+    assert_string_equal(x.views[0].slices[1].report, "complete");
+    assert_string_equal(x.views[1].slices[0].result->valuestring, "a2");
+    assert_null(x.views[1].slices[1].result);
+    dfx_free(&x);
+}
+
+/* A result line is written before its report is sent, so results may come
+ * in any order relative to later items; the task id decides. */
+static void dump_results_pair_by_task_id_not_by_order(void **state)
+{
+    (void)state;
+    dump_fx x;
+    dfx_init(&x, 3, 1);
+    dfx_item_t(&x, "learner0", "t1", 1, 1, 0, 1);
+    dfx_item_t(&x, "learner0", "t2", 2, 2, 0, 1);
+    dfx_item_t(&x, "learner0", "t3", 3, 3, 0, 1);
+    dfx_result_t(&x, "learner0", "t3", "complete", "\"third\"");
+    dfx_result_t(&x, "learner0", "t1", "fail", "\"first\"");
+    dfx_check(&x);
+    assert_int_equal(mc_fail_count(&x.f), 0);
+    assert_string_equal(x.views[0].slices[0].result->valuestring, "first");
+    assert_string_equal(x.views[0].slices[0].report, "fail");
+    assert_null(x.views[1].slices[0].result);
+    assert_string_equal(x.views[2].slices[0].result->valuestring, "third");
+    dfx_free(&x);
+}
+
+/* A restarted learner counts its learns from 1 again in the same dump: its
+ * learns are told apart by task id, not merged into one. */
+static void dump_check_tells_the_learns_of_a_restarted_learner_apart(void **state)
+{
+    (void)state;
+    dump_fx x;
+    dfx_init(&x, 2, 2);
+    dfx_item_t(&x, "learner0", "before", 1, 1, 0, 2);
+    dfx_result_t(&x, "learner0", "before", "complete", "\"r1\"");
+    dfx_item_t(&x, "learner0", "after", 1, 2, 0, 2);
+    dfx_result_t(&x, "learner0", "after", "complete", "\"r2\"");
+    dfx_check(&x);
+    print_fails(&x.f);
+    assert_int_equal(mc_fail_count(&x.f), 0);
+    assert_string_equal(x.views[0].slices[0].result->valuestring, "r1");
+    assert_string_equal(x.views[1].slices[0].result->valuestring, "r2");
+    dfx_free(&x);
+}
+
+/* Two mock_learner processes without --id-base both call their first
+ * learner "learner0": in two dumps these are two learners, not duplicates. */
+static void dump_check_keys_learners_on_their_id_within_a_dump(void **state)
+{
+    (void)state;
+    dump_fx x;
+    dfx_init(&x, 1, 4);
+    dfx_item_t(&x, "learner0", "ta", 1, 1, 0, 2);
+    dfx_result_t(&x, "learner0", "ta", "complete", "\"a\"");
+    mcd_add_text(x.set, "a.jsonl", x.text.data, x.text.len, &x.f);
+    x.text.len = 0;
+    dfx_item_t(&x, "learner0", "tb", 1, 1, 2, 2);
+    dfx_result_t(&x, "learner0", "tb", "complete", "\"b\"");
+    mcd_add_text(x.set, "b.jsonl", x.text.data, x.text.len, &x.f);
+    mcd_check_items(x.set, x.rounds, x.nrounds, x.views, &x.f);
+    print_fails(&x.f);
+    assert_int_equal(mc_fail_count(&x.f), 0);
+    assert_true(x.views[0].complete);
+    assert_int_equal(x.views[0].n, 2);
+    assert_string_equal(x.views[0].slices[0].learner, "learner0 (dump a.jsonl)");
+    assert_string_equal(x.views[0].slices[1].learner, "learner0 (dump b.jsonl)");
+    assert_string_equal(x.views[0].slices[1].result->valuestring, "b");
+    assert_int_equal(mcd_learner_count(x.set), 2);
     dfx_free(&x);
 }
 
@@ -1041,6 +1191,8 @@ int main(void)
         cmocka_unit_test(merge_check_accepts_one_learner_answering_directly),
         cmocka_unit_test(merge_check_flags_a_completed_learn_whose_merge_must_fail),
         cmocka_unit_test(merge_check_says_when_a_learner_result_is_missing),
+        cmocka_unit_test(merge_check_passes_a_failed_learn_whose_learner_never_reported),
+        cmocka_unit_test(merge_check_flags_a_completed_learn_whose_learner_reported_a_failure),
         cmocka_unit_test(get_data_check_wants_the_sum_of_the_learners_batch_sizes),
         cmocka_unit_test(json_numbers_compare_by_exact_value),
         cmocka_unit_test(json_equality_ignores_key_order_but_not_list_order),
@@ -1058,6 +1210,10 @@ int main(void)
         cmocka_unit_test(dump_check_reports_an_index_given_twice),
         cmocka_unit_test(dump_results_pair_by_learn_number_when_given),
         cmocka_unit_test(dump_results_that_cannot_be_paired_are_a_failure),
+        cmocka_unit_test(dump_results_pair_by_task_id_when_a_learner_died_mid_learn),
+        cmocka_unit_test(dump_results_pair_by_task_id_not_by_order),
+        cmocka_unit_test(dump_check_tells_the_learns_of_a_restarted_learner_apart),
+        cmocka_unit_test(dump_check_keys_learners_on_their_id_within_a_dump),
         cmocka_unit_test(dump_reports_malformed_lines_by_file_and_line),
         cmocka_unit_test(dump_file_that_does_not_exist_is_a_failure),
         cmocka_unit_test(script_parses_every_key),

@@ -119,14 +119,15 @@ static int port_of(const cJSON *ready, int k)
     return (int)port;
 }
 
-static int run_coordinator(const char *dir, int port, const char *events)
+/* dump: the learner's --dump file to check, or NULL. */
+static int run_coordinator(const char *dir, int port, const char *events, const char *dump)
 {
     char log[512], ev[512], target[64];
     snprintf(log, sizeof log, "%s/coordinator.log", dir);
     snprintf(ev, sizeof ev, "%s/%s", dir, events);
     snprintf(target, sizeof target, "127.0.0.1:%d", port);
     const char *argv[] = {MOCK_COORDINATOR_PATH, "--connect", target, "--rounds", "1", "--time-scale", "0.05",
-                          "--events", ev, "--events-each-line", NULL};
+                          "--events", ev, "--events-each-line", dump ? "--dump" : NULL, dump, NULL};
     proc c;
     assert_true(proc_start(&c, (char *const *)argv, NULL, log));
     proc_read_all(&c, proc_slow_ms(CAP_MS));
@@ -145,13 +146,15 @@ static void learner_and_coordinator_events(void **state)
 {
     (void)state;
     char *dir = proc_tmpdir("mock-events");
-    const char *extra[] = {"--events-each-line",
+    char dump[512];
+    snprintf(dump, sizeof dump, "%s/learner.dump.jsonl", dir);
+    const char *extra[] = {"--events-each-line", "--dump", dump,
                            "--fault", "{\"learner\": 0, \"kind\": \"fail\", \"task\": \"learner_learn_task\", \"at\": 1}",
                            "--fault", "{\"learner\": 0, \"kind\": \"delay\", \"ms\": 5, \"task\": \"learner_get_data_task\"}",
                            "--fault", "{\"learner\": 1, \"kind\": \"no_heartbeat\"}", NULL};
     proc l;
     cJSON *ready = start_learner(&l, dir, "learner.events.jsonl", extra);
-    assert_int_equal(run_coordinator(dir, port_of(ready, 0), "coordinator.events.jsonl"), 1); /* the learn failed */
+    assert_int_equal(run_coordinator(dir, port_of(ready, 0), "coordinator.events.jsonl", dump), 1); /* the learn failed */
     cJSON_Delete(ready);
     assert_int_equal(proc_stop(&l, proc_slow_ms(CAP_MS)), 0);
     proc_free(&l);
@@ -239,6 +242,17 @@ static void learner_and_coordinator_events(void **state)
     assert_true(str_is(ml, EVT_F_reason, "disconnected by the master"));
     assert_string_equal(evt_str(ml, EVT_F_master), evt_str(mc, EVT_F_master));
 
+    /* the dump checks: one learner, one learn round (failed: no merge to
+     * recompute), one get-data sum; once, after the last task */
+    const evt_record *dc = find(&C, EVT_dumps_checked, -1, NULL, 0);
+    assert_non_null(dc);
+    assert_int_equal(int_of(dc, EVT_F_learners), 1);
+    assert_int_equal(int_of(dc, EVT_F_rounds), 1);
+    assert_int_equal(int_of(dc, EVT_F_merges), 0);
+    assert_int_equal(int_of(dc, EVT_F_sums), 1);
+    assert_null(find(&C, EVT_dumps_checked, -1, NULL, 1));
+    assert_true(index_of(&C, dc) > index_of(&C, find(&C, EVT_task_done, EVT_F_name, "learner_close_task", 0)));
+
     const evt_record *sd = &L.r[L.n - 1];
     assert_int_equal(sd->id, EVT_shutdown);
     assert_true(str_is(sd, EVT_F_signal, "SIGTERM"));
@@ -261,7 +275,7 @@ static void crash_writes_its_events_first(void **state)
     cJSON *ready = start_learner(&l, dir, "learner.events.jsonl", extra);
     char k8s_id[64]; /* the id an aggregator knows it by when an operator lists it */
     snprintf(k8s_id, sizeof k8s_id, "learner7.localhost:%d", port_of(ready, 0));
-    run_coordinator(dir, port_of(ready, 0), "coordinator.events.jsonl");
+    run_coordinator(dir, port_of(ready, 0), "coordinator.events.jsonl", NULL);
     cJSON_Delete(ready);
     assert_int_equal(proc_wait(&l, proc_slow_ms(CAP_MS)), 3);
     proc_free(&l);

@@ -30,6 +30,7 @@
 #include "testutil.h"
 #include "xalloc.h"
 #include "wrapexec.h"
+#include "util.h"
 
 #ifndef MOCK_LEARNER_PATH
 #error "MOCK_LEARNER_PATH must name the mock_learner executable"
@@ -48,6 +49,7 @@ typedef struct {
     int control_port;
     int n;           /* learners */
     int *ports;
+    char ids[8][32]; /* of the first 8 learners */
     char ready[1 << 16];
 } proc;
 
@@ -161,12 +163,17 @@ static bool proc_start(proc *p, const char *const *args)
     p->n = cJSON_GetArraySize(ls);
     p->ports = xcalloc((size_t)p->n + 1, sizeof *p->ports);
     int k = 0;
+    long base = 0; /* --id-base: learner k is learner<base + k> */
     for (const cJSON *it = ls->child; it; it = it->next, k++) {
         char want[32];
-        snprintf(want, sizeof want, "learner%d", k);
         const char *id = jsonx_get_str(it, "id");
+        if (k == 0 && id && strncmp(id, "learner", 7) == 0)
+            base = strtol(id + 7, NULL, 10);
+        snprintf(want, sizeof want, "learner%ld", base + k);
         if (id && strncmp(id, "learner", 7) == 0)
             assert_string_equal(id, want);
+        if (k < 8)
+            snprintf(p->ids[k], sizeof p->ids[k], "%s", id ? id : "");
         assert_true(jsonx_get_i64(jsonx_get(it, "port"), &v));
         p->ports[k] = (int)v;
     }
@@ -520,16 +527,44 @@ static void learn_slice_of_wrong_length_or_type_fails_clearly(void **state)
 
 static char *read_file(const char *path)
 {
-    FILE *fp = fopen(path, "r");
-    assert_non_null(fp);
-    xbuf b = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, fp)) > 0)
-        xbuf_append(&b, buf, n);
-    fclose(fp);
-    xbuf_append(&b, "", 0);
-    return xbuf_take(&b);
+    char *t = util_read_file(path, (size_t)64 << 20, NULL, NULL);
+    assert_non_null(t);
+    return t;
+}
+
+/* Takes the protocol task ids out of the dump text ("task_id": "<uuid>", at
+ * the top of each line) so that it can be compared; ids[k] gets the id of
+ * line k ("" if it has none). */
+static void strip_task_ids(char *text, char ids[][40], size_t max)
+{
+    static const char key[] = "\"task_id\": \"";
+    size_t line = 0;
+    char *out = text;
+    for (char *p = text; *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p + 1) : strlen(p);
+        char *k = strstr(p, key);
+        if (line < max)
+            ids[line][0] = '\0';
+        if (k && k < p + len) {
+            char *v = k + sizeof key - 1, *q = strchr(v, '"');
+            assert_non_null(q);
+            assert_int_equal(q - v, 36); /* a uuid */
+            if (line < max)
+                snprintf(ids[line], 40, "%.*s", (int)(q - v), v);
+            q += 3; /* '", ' */
+            memmove(out, p, (size_t)(k - p));
+            out += k - p;
+            memmove(out, q, (size_t)(p + len - q));
+            out += p + len - q;
+        } else {
+            memmove(out, p, len);
+            out += len;
+        }
+        p += len;
+        line++;
+    }
+    *out = '\0';
 }
 
 static void dump_records_every_item_and_result_exactly(void **state)
@@ -550,17 +585,27 @@ static void dump_records_every_item_and_result_exactly(void **state)
     tu_task_out_free(&o);
     stop_clean(f);
     char *got = read_file(f->dump_path);
+    char ids[9][40];
+    strip_task_ids(got, ids, 9);
+    /* each line names its task; the lines of one task name the same one */
+    for (int k = 0; k < 8; k++)
+        assert_int_equal(strlen(ids[k]), 36);
+    for (int k = 2; k <= 5; k++)
+        assert_string_equal(ids[k], ids[1]);
+    assert_string_equal(ids[7], ids[6]);
+    assert_string_not_equal(ids[0], ids[1]);
+    assert_string_not_equal(ids[1], ids[6]);
     const char *want =
         "{\"learner\": \"learner0\", \"task\": \"resource\", \"report\": \"complete\", \"result\": {\"gpu\":1}}\n"
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 0, \"item\": 1e3}\n"
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 1, \"item\": {\"a\":  [1,2.50]}}\n"
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 2, \"item\": \"s\\u00e9\\n\"}\n"
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 3, \"item\": {\"b\":  9007199254740993}}\n"
-        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"report\": \"complete\", \"result\": "
+        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"learn\": 1, \"report\": \"complete\", \"result\": "
         "{\"info\":{\"learner_step\":0,\"priority\":[1.0,1.001,1.002,1.003],\"learner_done\":false,"
         "\"cur_lr\":0.001,\"total_loss\":1.0,\"learner_id\":\"learner0\"},\"task_id\":null,\"buffer_id\":null}}\n"
         "{\"learner\": \"learner0\", \"learn\": 2, \"index\": 0, \"item\": true}\n"
-        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"report\": \"fail\", \"result\": "
+        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"learn\": 2, \"report\": \"fail\", \"result\": "
         "{\"message\":\"learner0: learn data has 1 items, expected batch size 4\"}}\n";
     assert_string_equal(got, want);
     free(got);
@@ -574,10 +619,14 @@ static void dump_of_a_good_learn_has_its_result_line(void **state)
     expect_completed(f, c, "{\"name\": \"learner_learn_task\", \"data\": [\"x\", \"y\"]}", NULL);
     stop_clean(f);
     char *got = read_file(f->dump_path);
+    char ids[3][40];
+    strip_task_ids(got, ids, 3);
+    assert_string_equal(ids[1], ids[0]);
+    assert_string_equal(ids[2], ids[0]);
     const char *want =
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 0, \"item\": \"x\"}\n"
         "{\"learner\": \"learner0\", \"learn\": 1, \"index\": 1, \"item\": \"y\"}\n"
-        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"report\": \"complete\", \"result\": "
+        "{\"learner\": \"learner0\", \"task\": \"learner_learn_task\", \"learn\": 1, \"report\": \"complete\", \"result\": "
         "{\"info\":{\"learner_step\":0,\"priority\":[1.0,1.001],\"learner_done\":false,\"cur_lr\":0.001,"
         "\"total_loss\":1.0,\"learner_id\":\"learner0\"},\"task_id\":null,\"buffer_id\":null}}\n";
     assert_string_equal(got, want);
@@ -993,6 +1042,137 @@ static void expect_ctl(fx *f, const char *method, const char *path, const char *
     tu_reply_free(&r);
 }
 
+/* --id-base: learner k is learner<base+k> everywhere (ready line, results,
+ * dump), and a fault or a control request names it by that id or by its
+ * index. */
+static void id_base_numbers_the_learners_from_the_base(void **state)
+{
+    fx *f = *state;
+    start(f, 2, "--id-base", "7", "--batch-size", "1", "--dump", f->dump_path, "--fault",
+          "{\"learner\": \"learner8\", \"kind\": \"fail\", \"task\": \"resource\", \"at\": 1}", NULL);
+    assert_string_equal(f->p.ids[0], "learner7");
+    assert_string_equal(f->p.ids[1], "learner8");
+    master_conn *c0 = connect_learner(f, 0);
+    master_conn *c1 = connect_learner(f, 1);
+    expect_completed(f, c0, "{\"name\": \"resource\"}", "{\"gpu\":1}");
+    tu_task_out o;
+    run_task(f, c1, "{\"name\": \"resource\"}", 0, &o);
+    assert_int_equal(o.state, TASK_FAILED);
+    tu_task_out_free(&o);
+    run_task(f, c1, "{\"name\": \"learner_learn_task\", \"data\": [1]}", 0, &o);
+    assert_int_equal(o.state, TASK_COMPLETED);
+    assert_non_null(strstr(o.result, "\"learner_id\":\"learner8\""));
+    tu_task_out_free(&o);
+    /* the control API takes the id (and the index) */
+    ctl_ok(f, "POST", "/learner/learner8/no_heartbeat", NULL);
+    ctl_ok(f, "POST", "/learner/1/resume", NULL);
+    expect_ctl(f, "POST", "/learner/learner9/resume", NULL, 404, "does not exist");
+    expect_ctl(f, "POST", "/fault", "{\"learner\": \"learner6\", \"kind\": \"fail\"}", 400, "learner7..learner8");
+    stop_clean(f);
+    char *got = read_file(f->dump_path);
+    assert_non_null(strstr(got, "{\"learner\": \"learner7\", "));
+    assert_non_null(strstr(got, "{\"learner\": \"learner8\", "));
+    assert_null(strstr(got, "\"learner0\""));
+    free(got);
+}
+
+/* ---- tests: who may connect (--allow-master) ---- */
+
+/* POST /connect to learner k at host (an address literal) naming
+ * master_address in the body. */
+static tu_reply raw_connect(fx *f, const char *host, int k, const char *master_address)
+{
+    char url[128], body[300];
+    snprintf(url, sizeof url, strchr(host, ':') ? "http://[%s]:%d/connect" : "http://%s:%d/connect", host,
+             f->p.ports[k]);
+    snprintf(body, sizeof body, "{\"master\": {\"address\": \"%s\"}, \"data\": {}}", master_address);
+    return tu_http(f->loop, f->client, "POST", url, "some-token", 0, body);
+}
+
+static void expect_refused(tu_reply *r, const char *names)
+{
+    if (r->status != 403 || r->code != 503 || !r->message || !strstr(r->message, names))
+        print_error("got %ld %s, want 403 code 503 naming %s\n", r->status, r->body ? r->body : r->error, names);
+    assert_int_equal(r->status, 403);
+    assert_int_equal(r->code, 503);
+    assert_int_equal(r->success, 0);
+    assert_non_null(strstr(r->message, names));
+    assert_non_null(strstr(r->message, "is not allowed to be this slave's master"));
+}
+
+static void allow_master_refuses_a_connect_from_a_peer_outside_the_list(void **state)
+{
+    fx *f = *state;
+    start(f, 1, "--allow-master", "192.0.2.0/24", "--allow-master", "2001:db8::/32", NULL);
+    tu_reply r = raw_connect(f, "127.0.0.1", 0, "http://192.0.2.1:1");
+    expect_refused(&r, "the peer address 127.0.0.1");
+    tu_reply_free(&r);
+    /* the master library sees the refusal as a final answer */
+    conn_out o;
+    assert_null(try_connect(f, 0, &o));
+    assert_non_null(strstr(o.error, "403"));
+    assert_non_null(strstr(o.error, "127.0.0.1"));
+    cJSON *st = learner_state(f, 0);
+    assert_false(cJSON_IsTrue(jsonx_get(st, "connected")));
+    cJSON_Delete(st);
+    stop_clean(f);
+}
+
+static void allow_master_refuses_a_master_address_outside_the_list(void **state)
+{
+    fx *f = *state;
+    start(f, 1, "--allow-master", "127.0.0.0/8", NULL);
+    tu_reply r = raw_connect(f, "127.0.0.1", 0, "http://10.9.8.7:1234");
+    expect_refused(&r, "the master address host 10.9.8.7");
+    tu_reply_free(&r);
+    r = raw_connect(f, "127.0.0.1", 0, "http://[2001:db8::5]:1234/");
+    expect_refused(&r, "the master address host 2001:db8::5");
+    tu_reply_free(&r);
+    /* a name is not resolved, so it is not in any list */
+    r = raw_connect(f, "127.0.0.1", 0, "http://localhost:1234");
+    expect_refused(&r, "the master address host localhost");
+    tu_reply_free(&r);
+    /* a master within the list connects and works as before */
+    master_conn *c = connect_learner(f, 0);
+    expect_completed(f, c, "{\"name\": \"resource\"}", "{\"gpu\":1}");
+    stop_clean(f);
+}
+
+static bool ipv6_loopback_works(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    struct sockaddr_in6 a = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
+static void allow_master_matches_ipv6_peers(void **state)
+{
+    fx *f = *state;
+    if (!ipv6_loopback_works())
+        skip();
+    start(f, 2, "--host", "::1", "--allow-master", "::1/128,127.0.0.1", NULL);
+    /* from ::1, naming an address outside the list: refused by the second check */
+    tu_reply r = raw_connect(f, "::1", 0, "http://[2001:db8::1]:9");
+    expect_refused(&r, "the master address host 2001:db8::1");
+    tu_reply_free(&r);
+    /* from ::1, naming ::1: accepted (its heartbeats then fail: nothing listens) */
+    r = raw_connect(f, "::1", 1, "http://[::1]:9");
+    if (r.status != 200)
+        print_error("got %ld %s\n", r.status, r.body ? r.body : r.error);
+    assert_int_equal(r.status, 200);
+    tu_reply_free(&r);
+    stop_clean(f);
+    proc_free(&f->p);
+    start(f, 1, "--host", "::1", "--allow-master", "127.0.0.0/8", NULL);
+    r = raw_connect(f, "::1", 0, "http://127.0.0.1:9");
+    expect_refused(&r, "the peer address ::1");
+    tu_reply_free(&r);
+    stop_clean(f);
+}
+
 static void control_api_rejects_bad_input_naming_the_problem(void **state)
 {
     fx *f = *state;
@@ -1113,6 +1293,12 @@ static void usage_errors_exit_2_naming_the_flag(void **state)
                        "exclude each other");
     expect_usage_error((const char *[]){"--count", "1", "--id-prefix", "a b", NULL}, "--id-prefix");
     expect_usage_error((const char *[]){"--count", "1", "--log-level", "loud", NULL}, "--log-level");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "10.0.0.0/33", NULL},
+                       "--allow-master: '10.0.0.0/33': the prefix must be a number from 0 to 32 for an IPv4 address");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "coordinator.svc", NULL},
+                       "--allow-master: 'coordinator.svc' is not an IPv4 or IPv6 address");
+    expect_usage_error((const char *[]){"--count", "1", "--allow-master", "", NULL}, "--allow-master: '': an empty entry");
+    expect_usage_error((const char *[]){"--count", "1", "--id-base", "-1", NULL}, "--id-base: -1 is out of range");
     expect_usage_error((const char *[]){"--count", "1", "--frobnicate", NULL}, "unknown flag '--frobnicate'");
     expect_usage_error((const char *[]){"--count", "1", "--seed", NULL}, "--seed: a value is missing");
     expect_usage_error((const char *[]){"--count", "1", "extra", NULL}, "unexpected argument 'extra'");
@@ -1150,7 +1336,7 @@ static void help_lists_every_flag_and_fault_kind(void **state)
     run_result rr = run_to_end((const char *[]){"--help", NULL});
     assert_int_equal(rr.code, 0);
     const char *flags[] = {"--count", "--base-port", "--host", "--batch-size", "--batch-sizes", "--learn-time-ms",
-                           "--learn-times-ms", "--control-port", "--channel", "--heartbeat-span-ms", "--id-prefix",
+                           "--learn-times-ms", "--control-port", "--channel", "--heartbeat-span-ms", "--id-prefix", "--id-base", "--allow-master",
                            "--dump", "--seed", "--fault", "--log-level", "--log-format", "--help", "--version"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
         char needle[64];
@@ -1314,6 +1500,10 @@ int main(void)
         T(slow_join_learner_refuses_then_accepts),
         T(refuse_fault_keeps_the_port_closed_until_resumed),
         T(fail_fault_fires_only_at_the_kth_task_of_its_learner),
+        T(id_base_numbers_the_learners_from_the_base),
+        T(allow_master_refuses_a_connect_from_a_peer_outside_the_list),
+        T(allow_master_refuses_a_master_address_outside_the_list),
+        T(allow_master_matches_ipv6_peers),
         T(prob_faults_repeat_with_the_same_seed),
         T(die_fault_removes_one_learner_and_the_others_go_on),
         T(delay_fault_reports_that_much_later),

@@ -101,6 +101,13 @@ static void missing_learner_is_refused(void **state)
                  "t.json:5: actions[0].target: no learner 7: the scenario has learner0..learner3");
 }
 
+static void one_learner_is_named_once(void **state)
+{
+    refused_with("{\n\"description\": \"d\",\n\"learners\": [{\"count\": 1}],\n"
+                 "\"actions\": [\n  {\"at_ms\": 10, \"do\": \"kill\", \"target\": \"learner3\"}\n],\n" MIN_EXPECT "}",
+                 "t.json:5: actions[0].target: no learner 3: the scenario has learner0\n");
+}
+
 static void action_after_timeout_is_impossible(void **state)
 {
     refused_with("{\n\"description\": \"d\",\n\"timeout_ms\": 1000,\n\"learners\": [{\"name\": \"a\"}],\n"
@@ -512,6 +519,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(minimal_scenario_gets_defaults),
+        cmocka_unit_test(one_learner_is_named_once),
         cmocka_unit_test(time_scale_shrinks_every_timing),
         cmocka_unit_test(syntax_error_names_line_and_column),
         cmocka_unit_test(unknown_key_is_refused_with_a_suggestion),

@@ -1,5 +1,5 @@
-/* sc_jpos: a position-only scan of JSON text (see sc_jpos.h). */
-#include "sc_jpos.h"
+/* jpos: a position-only scan of JSON text (see jpos.h). */
+#include "jpos.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +16,7 @@ typedef struct {
     int first_line, line;
 } dup_entry;
 
-struct sc_jpos {
+struct jpos {
     pos_entry *e;
     size_t n, cap;
     dup_entry *d;
@@ -27,10 +27,10 @@ typedef struct {
     const char *s;
     size_t len, i;
     int line;
-    sc_jpos *out;
+    jpos *out;
 } scan;
 
-static void add_entry(sc_jpos *p, const char *path, int line)
+static void add_entry(jpos *p, const char *path, int line)
 {
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 64;
@@ -54,7 +54,7 @@ static void skip_ws(scan *sc)
 }
 
 /* Reads a string token (at '"'); returns its raw inside (escapes kept, which
- * is enough for the plain keys of scenario files). */
+ * is enough for the plain keys of scenario and config files). */
 static char *read_string(scan *sc)
 {
     size_t start = ++sc->i;
@@ -97,7 +97,7 @@ static void scan_object(scan *sc, const char *path, int depth)
         char *child = path[0] ? xasprintf("%s.%s", path, key) : xstrdup(key);
         for (size_t k = 0; k < nk; k++)
             if (strcmp(keys[k], key) == 0) {
-                sc_jpos *p = sc->out;
+                jpos *p = sc->out;
                 if (p->nd == p->capd) {
                     p->capd = p->capd ? p->capd * 2 : 8;
                     p->d = xrealloc(p->d, p->capd * sizeof *p->d);
@@ -169,9 +169,9 @@ static void scan_value(scan *sc, const char *path, int depth)
             sc->i++;
 }
 
-sc_jpos *sc_jpos_scan(const char *text, size_t len)
+jpos *jpos_scan(const char *text, size_t len)
 {
-    sc_jpos *p = xcalloc(1, sizeof *p);
+    jpos *p = xcalloc(1, sizeof *p);
     scan sc = {.s = text, .len = len, .i = 0, .line = 1, .out = p};
     skip_ws(&sc);
     add_entry(p, "", sc.line);
@@ -179,7 +179,7 @@ sc_jpos *sc_jpos_scan(const char *text, size_t len)
     return p;
 }
 
-void sc_jpos_free(sc_jpos *p)
+void jpos_free(jpos *p)
 {
     if (!p)
         return;
@@ -192,7 +192,7 @@ void sc_jpos_free(sc_jpos *p)
     free(p);
 }
 
-int sc_jpos_line(const sc_jpos *p, const char *path)
+int jpos_line(const jpos *p, const char *path)
 {
     char *q = xstrdup(path ? path : "");
     for (;;) {
@@ -215,16 +215,16 @@ int sc_jpos_line(const sc_jpos *p, const char *path)
     return 1;
 }
 
-size_t sc_jpos_dup_count(const sc_jpos *p) { return p->nd; }
+size_t jpos_dup_count(const jpos *p) { return p->nd; }
 
-const char *sc_jpos_dup(const sc_jpos *p, size_t i, int *first_line, int *line)
+const char *jpos_dup(const jpos *p, size_t i, int *first_line, int *line)
 {
     *first_line = p->d[i].first_line;
     *line = p->d[i].line;
     return p->d[i].path;
 }
 
-void sc_text_linecol(const char *text, size_t len, size_t off, int *line, int *col)
+void jpos_text_linecol(const char *text, size_t len, size_t off, int *line, int *col)
 {
     int l = 1, c = 1;
     for (size_t i = 0; i < off && i < len; i++) {
