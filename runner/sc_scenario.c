@@ -837,7 +837,6 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
             {"learner_task", "{\"event\": \"learner_task\", \"learner\": \"learner0\", \"task\": \"learn\", \"nth\": 2}"},
             {"task_sent", "{\"event\": \"task_sent\", \"task\": \"learn\", \"nth\": 2}"},
             {"task_done", "{\"event\": \"task_done\", \"task\": \"learn\", \"nth\": 1}"},
-            {"log", "{\"event\": \"log\", \"process\": \"aggregator\", \"contains\": \"learner joined\"}"},
             {"ready", "{\"event\": \"ready\", \"process\": \"aggregator\"}"},
             {"exit", "{\"event\": \"exit\", \"process\": \"coordinator\"}"},
         };
