@@ -28,12 +28,12 @@ JOBS=${JOBS:-$(nproc)}
 # What each command needs from Debian, one list per purpose: adding a
 # package is a one-line edit of the list that needs it.
 #   building and running: compiler, CMake, pkg-config, the libraries
-BUILD_PKGS=(gcc make cmake pkg-config libcjson-dev libmicrohttpd-dev)
-#   the tests (ctest): cmocka for the units, libcurl for test_mock_operator's
-#   independent client, curl and procps in end-to-end tests, xmllint for the
+BUILD_PKGS=(gcc make cmake pkg-config libcjson-dev libmicrohttpd-dev libcurl4-openssl-dev)
+#   the tests (ctest): cmocka for the units, promtool (prometheus) for the
+#   metrics format, curl and procps in end-to-end tests, xmllint for the
 #   JUnit schema, Chromium for the HTML report, debootstrap for the image's
 #   tests, python3-yaml and python3-jsonschema for the Kubernetes manifests
-TEST_PKGS=(libcmocka-dev libcurl4-openssl-dev curl procps libxml2-utils chromium)
+TEST_PKGS=(libcmocka-dev curl procps libxml2-utils chromium prometheus)
 TEST_PKGS+=(debootstrap python3-yaml python3-jsonschema)
 IMAGE_PKGS=(debootstrap)
 VALGRIND_PKGS=(valgrind)

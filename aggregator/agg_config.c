@@ -484,7 +484,7 @@ static long scaled(long given, long dflt, double scale)
 
 static char *normalise_url(const char *v)
 {
-    if (strncmp(v, "http://", 7) == 0) {
+    if (strncmp(v, "http://", 7) == 0 || strncmp(v, "https://", 8) == 0) {
         size_t n = strlen(v);
         while (n && v[n - 1] == '/')
             n--;
@@ -755,13 +755,6 @@ static agg_config_status resolve(agg_config *cfg, char *err, size_t errlen)
 
     const char *k8s = getenv("KUBERNETES_SERVER_URL");
     if (k8s && *k8s) {
-        if (strncmp(k8s, "https://", 8) == 0) {
-            snprintf(err, errlen,
-                     "KUBERNETES_SERVER_URL: '%s' is https; the operator server (DI-orchestrator) speaks plain "
-                     "HTTP and so does this aggregator: give an http:// URL",
-                     k8s);
-            return AGG_CONFIG_ERROR;
-        }
         cfg->k8s_url = normalise_url(k8s);
         const char *ns = getenv("KUBERNETES_POD_NAMESPACE");
         const char *name = getenv("KUBERNETES_POD_NAME");

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-TARGETS=(fuzz_json fuzz_agg_merge fuzz_agg_split fuzz_agg_config fuzz_operator_reply fuzz_scenario fuzz_http)
+TARGETS=(fuzz_json fuzz_agg_merge fuzz_agg_split fuzz_agg_config fuzz_operator_reply fuzz_scenario fuzz_http fuzz_hc_reply)
 SECS=$((100 / ${#TARGETS[@]}))
 ONLY=()
 while [ $# -gt 0 ]; do
@@ -40,7 +40,7 @@ for t in "${TARGETS[@]}"; do
     dict=()
     case $t in
     fuzz_json | fuzz_agg_merge | fuzz_agg_config | fuzz_operator_reply | fuzz_scenario) dict=(-dict="$ROOT/fuzz/dict/json.dict") ;;
-    fuzz_http) dict=(-dict="$ROOT/fuzz/dict/http.dict") ;;
+    fuzz_http | fuzz_hc_reply) dict=(-dict="$ROOT/fuzz/dict/http.dict") ;;
     esac
     log=$OUT/$t.log
     rc=0

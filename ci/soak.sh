@@ -4,11 +4,21 @@
 # generated scenario (out/soak/soak.json), while the aggregator's open file
 # descriptors and resident memory are sampled from /proc.
 # Faults: per process, probabilistic task faults (fail, error_status,
-# malformed, truncated, delay, hang, bad_result, wrong_batch; mock_learner
-# draws them from the seed), and at seeded rounds SIGKILL + restart of a
+# malformed, truncated, delay, a hang past the deadline, bad_result,
+# wrong_batch; mock_learner draws them from the seed), and at seeded rounds
+# SIGKILL + restart of a
 # process, SIGSTOP partitions shorter and longer than the heartbeat
 # tolerance, and learners that drop and come back.
+# A hang is a report that comes just after the deadline (a "delay" 20 to
+# 120 ms longer than it): the aggregator fails the task at its deadline as
+# for a learner that never answers, and the learner is free again soon after
+# (until then the coordinator's next tasks, sent at once, are refused). A real hang (no
+# report ever) keeps that learner busy for good: every later task to it is
+# refused with "Already has a task", and a soak of 2000 rounds would then
+# mostly test refusals (scenarios/hang_past_deadline.json tests the real one).
 # Checks: every task ends within the aggregator's task deadline (+ slack);
+# at least MIN_COMPLETED_PCT (50) % of the learns complete (so that a green
+# soak has exercised the happy path under the faults, not only refusals);
 # no learn item lost or duplicated (exactly_once); all 16 learners are back
 # at the end; the aggregator answers /metrics at the end and exits 0 on
 # SIGTERM (run_scenarios); the aggregator's fd count and RSS are flat from
@@ -42,6 +52,7 @@ DEADLINE=1000   # the aggregator's task deadline (ms)
 EVENTS=$OUT/aggregator.events.jsonl
 EVENTS_MAX=${EVENTS_MAX:-65536} # the cap on the events file and its .1
 SLACK=500       # latency allowed beyond it (scheduling, the report's trip)
+MIN_COMPLETED_PCT=${MIN_COMPLETED_PCT:-50} # of the learns
 start=$(date +%s)
 
 echo "== soak: building ($BUILD)"
@@ -76,7 +87,7 @@ kinds=(fail error_status malformed truncated delay hang bad_result wrong_batch)
             prob="0.00$((2 + $(rnd 5)))"
             extra=""
             [ $kind = delay ] && extra=", \"ms\": $((50 + $(rnd 250)))"
-            [ $kind = hang ] && prob="0.001"
+            [ $kind = hang ] && { kind=delay; extra=", \"ms\": $((DEADLINE + 20 + $(rnd 100)))"; prob="0.002"; }
             faults+="${faults:+, }{\"kind\": \"$kind\", \"task\": \"$task\", \"prob\": $prob, \"optional\": true$extra}"
             nfaults=$((nfaults + 1))
         done
@@ -199,6 +210,12 @@ run=$(ls -d "$OUT"/runs/*/ | head -1)
 fired=$(cat "$run"/g*.log | grep -c "faults fired" || true)
 statuses=$(grep -o '"status": *"[a-z_]*"' "$run/coordinator.out" | sed 's/.*"\([a-z_]*\)"$/\1/' | sort | uniq -c | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2}')
 echo "soak: $fired task faults fired, $nact process/learner faults scheduled; tasks: $statuses"
+learned=$(grep -o '"name": *"learner_learn_task", *"status": *"completed"' "$run/coordinator.out" | wc -l)
+echo "soak: $learned of $ROUNDS learns completed (at least $MIN_COMPLETED_PCT % wanted)"
+if [ $((learned * 100)) -lt $((ROUNDS * MIN_COMPLETED_PCT)) ]; then
+    echo "soak: FAILED: only $learned of $ROUNDS learns completed: the faults left too little of the happy path to test"
+    flat=1
+fi
 if [ $rc -ne 0 ] || [ $flat -ne 0 ]; then
     echo "soak: FAILED (run_scenarios exit $rc; run folder $OUT/runs/; $secs s)"
     exit 1

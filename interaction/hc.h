@@ -1,33 +1,37 @@
-/* hc: an asynchronous HTTP/1.1 client driven by an ev loop (our own, on
- * non-blocking sockets: no libcurl). Many requests run at once on one
- * thread; connections are pooled per host:port and reused (keep-alive), and
- * peers that close after every reply (HTTP/1.0, Connection: close) work too.
- * A request on a pooled connection is written at once from hc_send(), head
- * and body in one sendmsg() from the caller's buffer (no copy of the body);
- * a pooled connection the peer closed while idle is replaced, not counted as
- * an attempt. Replies may have Content-Length, chunked or close-delimited
- * bodies; 1xx heads are skipped. Host names are resolved off the loop (one
- * resolver thread per client, results cached for 5 s); address literals,
- * [v6] included, need no resolution, and localhost and *.localhost are the
- * loopback (RFC 6761, as in curl). Only http:// URLs: https is refused
- * (hc_send returns NULL), as is a URL with spaces or control bytes, or a
- * token or extra header with CR/LF. Proxies (http_proxy) are not used.
+/* hc: an asynchronous HTTP client on libcurl's multi interface, driven by an
+ * ev loop (curl_multi_socket_action; see docs/design.md). Many requests run
+ * at once on one thread; libcurl keeps connections alive per host and reuses
+ * them, replaces a kept-alive connection the peer closed without counting an
+ * attempt, and works with peers that close after every reply. libcurl parses
+ * every reply (any framing, 1xx heads skipped) and resolves names (address
+ * literals, [v6] included, need none; localhost and *.localhost are the
+ * loopback, as libcurl 7.88 does it); http:// and https:// URLs. Proxies from
+ * the environment (http_proxy, HTTPS_PROXY, ALL_PROXY) are never used. A URL
+ * libcurl cannot parse, another scheme, a method with spaces, a token or
+ * extra header with CR/LF are refused (hc_send returns NULL).
  *
- * Requests are sent as the reference sends them: no Content-Type, a body for
- * every method, headers Token and Channel when given. A connection-level
- * failure (refused, reset, timed out, nothing received, cut short) is
- * retried `retries` times, `retry_wait_ms` apart; an HTTP status is never
- * retried, nor is a malformed reply or one over max_reply. Timeouts count
- * per attempt: connect_timeout_ms for the connection, timeout_ms for the
- * whole attempt (connecting, sending, receiving).
+ * Caps on what a peer sends (hc_reply.h): 64 KiB of reply head in all
+ * (1xx heads and trailers included) and max_reply bytes of body; either
+ * fails the request at once, without retry.
+ *
+ * Requests are sent as the reference sends them: no Content-Type, no Expect,
+ * a body for every method, headers Token and Channel when given; a body
+ * under 64 KiB goes with the head in one write, a larger one (or one with a
+ * prefix or suffix) is read by libcurl from the caller's buffers in turn. A
+ * connection-level failure (refused, reset, timed out, nothing received, cut
+ * short) is retried `retries` times, `retry_wait_ms` apart (our timer); an
+ * HTTP status is never retried, nor is a malformed reply or one over a cap.
+ * Timeouts count per attempt: connect_timeout_ms for the connection,
+ * timeout_ms for the whole attempt (connecting, sending, receiving).
  *
  * Ownership: hc_send() takes over opts->body (heap, freed by hc). The result
  * passed to the callback is borrowed for the call. A request handle is valid
  * until its callback starts or hc_cancel() returns; the callback is then never
  * called. A function that fails never calls the callback, and hc_send()
- * never calls it before returning.
- * Threading: the loop's thread only (the resolver thread touches none of
- * the client's state but its queue). */
+ * never calls it before returning (libcurl starts the transfer from the
+ * loop's timer).
+ * Threading: the loop's thread only (libcurl's resolver threads touch none of
+ * hc's state). */
 #ifndef HC_H
 #define HC_H
 
@@ -52,7 +56,7 @@ typedef void (*hc_cb)(void *data, const hc_result *res);
 
 typedef struct {
     const char *method;   /* "GET", "POST", "PUT", "DELETE" */
-    const char *url;      /* "http://host:port/path" */
+    const char *url;      /* "http://host:port/path" or https:// */
     const char *token;    /* Token header, or NULL */
     int channel;          /* Channel header; < 0: none */
     char *body;           /* taken over; NULL sends "{}" */
@@ -67,12 +71,14 @@ typedef struct {
     const char *extra_header; /* one raw "Name: value" line, or NULL */
     size_t declared_length;   /* fault injection: a Content-Length larger
                                  than the body, so that the peer waits for
-                                 bytes that never come; 0: the true one */
+                                 bytes that never come (the upload pauses
+                                 after the body) until timeout_ms; 0: the
+                                 true one */
     long connect_timeout_ms;  /* 0: 2000 */
     long timeout_ms;          /* whole transfer; 0: 30000 */
     int retries;              /* connection-level retries; -1: 5 */
     long retry_wait_ms;       /* 0: 1000; < 0: no wait */
-    size_t max_reply;         /* 0: 256 MiB */
+    size_t max_reply;         /* body cap; 0: 256 MiB */
     void (*free_data)(void *data); /* called with the callback's data when
                                       the request ends without its callback
                                       (hc_cancel, hc_free); optional */

@@ -252,6 +252,7 @@ static void send_disconnect(master *m, master_conn *c)
 {
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s/disconnect", c->base_url);
     o.method = "DELETE";
     o.url = url;
@@ -420,6 +421,7 @@ master_conn *master_connect(master *m, const char *name, const char *host, int p
     cJSON_Delete(adv);
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s/connect", c->base_url);
     o.method = "POST";
     o.url = url;
@@ -555,6 +557,7 @@ master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long
     char *bdata = buf;
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     o.method = "POST";
     o.url = c->task_url;
     o.token = c->token;

@@ -95,6 +95,9 @@ typedef struct {
 bool proto_parse_envelope(const char *body, size_t len, proto_reply *out, char *err, size_t errlen);
 
 #define PROTO_TOKEN_LEN 64
+/* The largest reply a master or slave accepts to its requests: every reply
+ * of the protocol is a small envelope (results travel as requests). */
+#define PROTO_REPLY_MAX ((size_t)16 << 20)
 /* 64 characters of [0-9a-fA-F] (random case, as the reference) from
  * getrandom(2). out must hold PROTO_TOKEN_LEN + 1 bytes. Returns 0 or -1. */
 int proto_token_new(char out[PROTO_TOKEN_LEN + 1]);

@@ -340,6 +340,7 @@ static void send_heartbeat(slave *s)
         return;
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s/slave/heartbeat", s->master_address);
     o.method = "GET";
     o.url = url;
@@ -493,10 +494,10 @@ static void do_connect(slave *s, hs_request *r)
         return;
     const cJSON *m = jsonx_get(j, "master");
     const char *addr = cJSON_IsObject(m) ? jsonx_get_str(m, "address") : NULL;
-    if (!addr || strncmp(addr, "http://", 7) != 0 || strlen(addr) > 2048) {
+    if (!addr || (strncmp(addr, "http://", 7) != 0 && strncmp(addr, "https://", 8) != 0) || strlen(addr) > 2048) {
         reply_msg(r, 400, false, 400,
-                  "Request body needs \"master\": {\"address\": \"http://host:port\"} (a plain-HTTP URL string of at "
-                  "most 2048 characters).");
+                  "Request body needs \"master\": {\"address\": \"http://host:port\"} (an http:// or https:// URL "
+                  "string of at most 2048 characters).");
         cJSON_Delete(j);
         return;
     }
@@ -819,6 +820,7 @@ static int send_report(slave *s, const char *task_id, const char *path, char *bo
     }
     hc_opts o;
     hc_opts_init(&o);
+    o.max_reply = PROTO_REPLY_MAX;
     char *url = xasprintf("%s%s", s->master_address, path);
     o.method = "PUT";
     o.url = url;

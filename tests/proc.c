@@ -214,3 +214,33 @@ long proc_slow_ms(long ms)
 {
     return wrap_slow_ms(ms);
 }
+
+int proc_log_count(const char *path, const char *needle)
+{
+    FILE *fp = fopen(path, "r");
+    if (!fp)
+        return 0;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, fp))
+        n += strstr(line, needle) != NULL;
+    fclose(fp);
+    return n;
+}
+
+long proc_vm_hwm_kib(pid_t pid)
+{
+    char path[64], line[256];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/status");
+    FILE *fp = fopen(path, "r");
+    long v = -1;
+    while (fp && fgets(line, sizeof line, fp))
+        if (strncmp(line, "VmHWM:", 6) == 0)
+            v = strtol(line + 6, NULL, 10);
+    if (fp)
+        fclose(fp);
+    return v;
+}

@@ -43,6 +43,11 @@ void proc_show_log(const proc *p, int lines);
  * few waits that race with a process's start-up, which a checker such as
  * valgrind slows down (ci/valgrind.sh sets it). */
 long proc_slow_ms(long ms);
+/* Lines of the file at path that contain needle (0 if it cannot be read). */
+int proc_log_count(const char *path, const char *needle);
+/* Peak resident set (VmHWM of /proc/PID/status) in KiB; pid 0: this
+ * process. -1 if unknown. */
+long proc_vm_hwm_kib(pid_t pid);
 /* A fresh temporary directory for a test's files (caller frees). */
 char *proc_tmpdir(const char *tag);
 

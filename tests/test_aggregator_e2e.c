@@ -27,7 +27,13 @@
 
 #define MAXP 8
 #define MAXL 64
-#define SCALE "0.05"
+/* Protocol timings shrunk 20 times; less under a checker that slows every
+ * process down (DILEARN_TEST_SLOWDOWN: valgrind runs libcurl's first
+ * transfer in a process slower than a 100 ms connect timeout). */
+static double time_scale(void)
+{
+    return 0.05 * (double)proc_slow_ms(1000) / 1000.0;
+}
 
 typedef struct {
     char *dir;
@@ -145,7 +151,7 @@ static void start_agg(fx *f, const char *const *extra)
     arg(&a, "%s", AGGREGATOR_BIN);
     arg(&a, "--slave-port=0");
     arg(&a, "--master-port=0");
-    arg(&a, "--time-scale=" SCALE);
+    arg(&a, "--time-scale=%g", time_scale());
     arg(&a, "--log-level=debug");
     for (int i = 0; i < f->nlearners; i++)
         arg(&a, "--learner=%s=127.0.0.1:%d", f->ids[i], f->ports[i]);
@@ -183,7 +189,7 @@ static void coordinate_start_with(fx *f, proc *c, const char *script, const char
     arg(&a, "%s", MOCK_COORDINATOR_BIN);
     arg(&a, "--connect=127.0.0.1:%d", f->slave_port);
     arg(&a, "--script=%s", path);
-    arg(&a, "--time-scale=" SCALE);
+    arg(&a, "--time-scale=%g", time_scale());
     for (int i = 0; extra && extra[i]; i++)
         arg(&a, "%s", extra[i]);
     assert_true(proc_start(c, a.v, NULL, log));
@@ -220,22 +226,9 @@ static void fault(fx *f, int group, const char *json)
     assert_int_equal(system(cmd), 0);
 }
 
-static int log_count(const char *path, const char *needle)
-{
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        return 0;
-    char line[4096];
-    int n = 0;
-    while (fgets(line, sizeof line, fp))
-        n += strstr(line, needle) != NULL;
-    fclose(fp);
-    return n;
-}
-
 static bool log_has(const char *path, const char *needle)
 {
-    return log_count(path, needle) > 0;
+    return proc_log_count(path, needle) > 0;
 }
 
 /* Waits (capped) until the aggregator's log has needle `times` times: the
@@ -251,7 +244,7 @@ static bool agg_log_wait_n(fx *f, const char *needle, int times, long cap_ms)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     bool ok = false;
     for (;;) {
-        if (log_count(path, needle) >= times) {
+        if (proc_log_count(path, needle) >= times) {
             ok = true;
             break;
         }
@@ -390,7 +383,7 @@ static void happy_path_with_four_learners_checks_split_and_merge(void **state)
     arg(&a, "--rounds=3");
     arg(&a, "--expect-learners=4");
     arg(&a, "%s", dump);
-    arg(&a, "--time-scale=" SCALE);
+    arg(&a, "--time-scale=%g", time_scale());
     char log[300];
     snprintf(log, sizeof log, "%s/coordinator.log", f->dir);
     proc c;
@@ -797,7 +790,7 @@ static void each_change_of_join_failure_reason_is_told(void **state)
     assert_string_equal(ev_str(&e, jf, EVT_F_reason), ev_str(&e, b, EVT_F_reason));
     char log[300];
     snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
-    assert_int_equal(log_count(log, "[other0] cannot join yet"), told);
+    assert_int_equal(proc_log_count(log, "[other0] cannot join yet"), told);
     events_free(&e);
 }
 
@@ -983,7 +976,7 @@ static void events_write_errors_are_counted_and_never_stop(void **state)
     assert_true(metric_value(out, "dilearn_events_write_errors_total") >= 3); /* started, joined, task_received, ... */
     assert_true(metric_value(out, "dilearn_events_total") >= metric_value(out, "dilearn_events_write_errors_total"));
     snprintf(log, sizeof log, "%s/aggregator.log", f->dir);
-    assert_int_equal(log_count(log, "events file /dev/full: write"), 1);
+    assert_int_equal(proc_log_count(log, "events file /dev/full: write"), 1);
     assert_int_equal(proc_stop(&f->agg, 5000), 0);
     f->agg_stopped = true;
 }

@@ -219,7 +219,7 @@ static int setup(void **state)
     f->client = hc_new(f->loop);
     master_config mc;
     master_config_init(&mc);
-    mc.heartbeat_tolerance_ms = 600;
+    mc.heartbeat_tolerance_ms = wrap_slow_ms(600); /* a checker slows the learners down */
     mc.heartbeat_check_ms = 50;
     mc.task_deadline_ms = 5000;
     mc.retries = 1;
@@ -693,7 +693,7 @@ static void no_heartbeat_fault_makes_the_master_lose_the_connection(void **state
           "{\"kind\": \"delay\", \"ms\": 20000, \"task\": \"learner_learn_task\"}", NULL);
     master_conn *c = connect_learner(f, 0);
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
-    tu_run_for(f->loop, 800); /* longer than the tolerance: heartbeats keep it */
+    tu_run_for(f->loop, wrap_slow_ms(800)); /* longer than the tolerance: heartbeats keep it */
     assert_int_equal(f->lost, 0);
     tu_task_out o;
     run_task(f, c, "{\"name\": \"learner_learn_task\", \"data\": []}", 30000, &o);
@@ -782,7 +782,9 @@ static void drop_loses_the_connection_then_the_learner_takes_a_new_one(void **st
     master_conn *c = connect_learner(f, 0);
     connect_learner(f, 1);
     expect_completed(f, c, "{\"name\": \"resource\"}", NULL);
-    ctl_ok(f, "POST", "/learner/0/drop", "{\"back_after_ms\": 1500}");
+    char back[64]; /* longer than the heartbeat tolerance, which a checker stretches */
+    snprintf(back, sizeof back, "{\"back_after_ms\": %ld}", wrap_slow_ms(1500));
+    ctl_ok(f, "POST", "/learner/0/drop", back);
     assert_false(state_bool(f, 0, "listening"));
     int *lost = &f->lost;
     assert_true(tu_run_until(f->loop, lost, 5000));
