@@ -28,7 +28,7 @@ if(TARGET runner_core AND TARGET run_scenarios)
     add_test(NAME test_runner_logs_off
              COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_logs_off.sh $<TARGET_FILE:run_scenarios>
                      ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/logs_off $<TARGET_FILE:aggregator>)
-    # the library runs its scenarios two at a time: alone, so that their timings hold
+    # alone and one scenario at a time, so that their timings hold under a checker
     set_tests_properties(test_runner_logs_off PROPERTIES TIMEOUT 300 LABELS "runner;e2e" SKIP_RETURN_CODE 77
                          RUN_SERIAL TRUE)
   endif()

@@ -10,7 +10,7 @@ if ! "$AGG" --help 2>&1 | grep -q -- "--events "; then
   echo "SKIP: $AGG writes no events (no --events in its --help)"
   exit 77
 fi
-"$RS" -j 2 --quiet --log-level off --out "$OUT/o" "$SRC/scenarios" > "$OUT/log" 2>&1
+"$RS" -j 1 --quiet --log-level off --out "$OUT/o" "$SRC/scenarios" > "$OUT/log" 2>&1
 rc=$?
 if [ $rc -ne 0 ]; then echo "FAIL: the library at --log-level off exited $rc"; grep -A4 FAIL "$OUT/log" | head -60; exit 1; fi
 # nothing was logged (but the runner's own "started again" separators): the
