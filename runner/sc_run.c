@@ -502,6 +502,20 @@ static void finish_result(sc_run *r)
     free(text);
 }
 
+/* Once everything the run started has exited, its ports go back to the
+ * pool (a long -j 1 run of the library would hold every run's ports until
+ * the end, and a large group then finds no free range). Idempotent. */
+static void release_run_ports(sc_run *r)
+{
+    for (size_t i = 0; i < r->nprocs; i++) {
+        sr_release_ports(r, r->procs[i].base_port, i >= SC_PROC_GROUP0 ? r->s->groups[i - SC_PROC_GROUP0].count : 0);
+        sr_release_ports(r, r->procs[i].ctl_port, i >= SC_PROC_GROUP0 ? 1 : 0);
+        r->procs[i].base_port = r->procs[i].ctl_port = 0;
+    }
+    sr_release_ports(r, r->agg_slave_port, 6);
+    r->agg_slave_port = 0;
+}
+
 static void maybe_done(sc_run *r)
 {
     if (r->ph != PH_STOPPING)
@@ -513,6 +527,7 @@ static void maybe_done(sc_run *r)
      * comes last, so a running flag of false and a pid of 0 mean done */
     sr_stop_timer(r, &r->kill_timer);
     sr_set_phase(r, PH_DONE);
+    release_run_ports(r);
     finish_result(r);
     sr_log(r, "%s after %.0f ms", r->res.passed ? "PASSED" : "FAILED", r->res.duration_ms);
     if (r->rlog) {
@@ -779,14 +794,12 @@ void sc_run_free(sc_run *r)
     sr_stop_timer(r, &r->done_timer);
     sr_events_free(r);
     hc_free(r->hc);
+    release_run_ports(r);
     for (size_t i = 0; i < r->nprocs; i++) {
         sc_proc_free(r->procs[i].p);
         util_strv_free(r->procs[i].argv);
         util_strv_free(r->procs[i].env);
-        sr_release_ports(r, r->procs[i].base_port, i >= SC_PROC_GROUP0 ? r->s->groups[i - SC_PROC_GROUP0].count : 0);
-        sr_release_ports(r, r->procs[i].ctl_port, i >= SC_PROC_GROUP0 ? 1 : 0);
     }
-    sr_release_ports(r, r->agg_slave_port, 6);
     free(r->procs);
     free(r->act_timers);
     free(r->cont_timers);
