@@ -95,6 +95,10 @@ static void on_coord_task(sc_run *r, bool done, const char *name, const char *st
     const char *full = sc_task_full_name(name);
     int ti = task_index(full);
     int *arr = done ? r->done_n : r->sent;
+    if (done && ti == 0) { /* a resource answer: the world size then */
+        r->resource_t = xrealloc(r->resource_t, (r->nresource + 1) * sizeof *r->resource_t);
+        r->resource_t[r->nresource++] = sr_now(r);
+    }
     arr[ti]++;
     arr[NTASKN]++;
     for (size_t i = 0; i < r->s->nactions; i++) {

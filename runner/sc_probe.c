@@ -12,7 +12,11 @@ static void on_sample_reply(void *data, const hc_result *res)
 {
     sc_run *r = data;
     r->sample_req = NULL;
-    if (!res->error && res->status == 200 && res->body) {
+    rproc *ag = &r->procs[SC_PROC_AGG];
+    if (!ag->ready) { /* a profile whose readiness is its slave port answering */
+        if (!res->error && res->status > 0)
+            sr_on_ready(r, SC_PROC_AGG, NULL);
+    } else if (!res->error && res->status == 200 && res->body) {
         double v;
         if (sc_prom_value(res->body, WORLD_METRIC, NULL, &v)) {
             int iv = (int)v;
@@ -40,14 +44,22 @@ void sr_on_sample_timer(ev_loop *loop, void *data)
     if (r->ph != PH_RUNNING)
         return;
     rproc *ag = &r->procs[SC_PROC_AGG];
-    if (!sc_proc_running(ag->p) || sc_proc_stopped(ag->p) || !ag->ready) {
+    const sc_profile *pf = r->opts.profile;
+    /* without a profile's /metrics there is nothing to sample; with its
+     * readiness known from the slave port, that is asked until it answers */
+    bool poll_ready = pf && pf->ready == SC_READY_SLAVE_PORT && !ag->ready;
+    if (!sc_proc_running(ag->p) || sc_proc_stopped(ag->p) || (!ag->ready && !poll_ready) ||
+        (ag->ready && pf && !pf->metrics)) {
         r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
         return;
     }
     hc_opts o;
     hc_opts_init(&o);
     char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", r->agg_metrics_port);
+    if (poll_ready)
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/", r->agg_slave_port);
+    else
+        snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", r->agg_metrics_port);
     o.method = "GET";
     o.url = url;
     o.timeout_ms = 1000;
@@ -72,7 +84,13 @@ static void on_probe_metrics(void *data, const hc_result *res)
 {
     sc_run *r = data;
     r->probe_metrics = NULL;
-    if (!res->error && res->status == 200) {
+    if (r->opts.profile && !r->opts.profile->metrics) {
+        /* no /metrics: any HTTP answer on the slave port is an answer */
+        if (!res->error && res->status > 0)
+            r->agg_answered = true;
+        else
+            r->agg_probe_error = res->error ? xstrdup(res->error) : xasprintf("HTTP %ld", res->status);
+    } else if (!res->error && res->status == 200) {
         r->agg_answered = true;
         r->final_metrics = xstrdup(res->body ? res->body : "");
         double v;
@@ -154,7 +172,9 @@ void sr_begin_probes(sc_run *r, const char *why)
     r->probes = 1; /* released below */
     rproc *ag = &r->procs[SC_PROC_AGG];
     if (sc_proc_running(ag->p) && !sc_proc_stopped(ag->p) && !r->aborted) {
-        r->probe_metrics = probe(r, r->agg_metrics_port, "/metrics", on_probe_metrics);
+        bool own = !r->opts.profile || r->opts.profile->metrics;
+        r->probe_metrics = own ? probe(r, r->agg_metrics_port, "/metrics", on_probe_metrics)
+                               : probe(r, r->agg_slave_port, "/", on_probe_metrics);
         if (r->probe_metrics)
             r->probes++;
     }
