@@ -102,6 +102,8 @@ char *sr_learner_addr(const sc_run *r, int learner)
 {
     int g = sc_scenario_group_of(r->s, learner);
     const rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    if (r->s->groups[g].address)
+        return xstrdup(r->s->groups[g].address);
     int port = rp->base_port + (learner - r->s->groups[g].first);
     if (r->s->k8s)
         return xasprintf("learner%d.localhost:%d", learner, port);
@@ -119,6 +121,8 @@ int sr_spawn(sc_run *r, int idx)
         return -1;
     }
     sr_log(r, "started %s (pid %d): %s ...", sc_scenario_proc_name(r->s, idx), (int)sc_proc_pid(rp->p), rp->argv[0]);
+    if (idx >= SC_PROC_GROUP0 && r->s->groups[idx - SC_PROC_GROUP0].command)
+        sr_poll_ready(r, idx);
     if (r->t0_set)
         sr_mark(r, 3,
                 idx >= SC_PROC_GROUP0 && r->s->groups[idx - SC_PROC_GROUP0].count == 1
@@ -170,6 +174,8 @@ static int alloc_run_ports(sc_run *r)
     r->coord_port = base + 5;
     for (size_t g = 0; g < s->ngroups; g++) {
         rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+        if (s->groups[g].address)
+            continue;
         rp->base_port = alloc_ports(r, s->groups[g].count);
         rp->ctl_port = alloc_ports(r, 1);
         if (rp->base_port < 0 || rp->ctl_port < 0)
@@ -178,12 +184,59 @@ static int alloc_run_ports(sc_run *r)
     return 0;
 }
 
+/* A group given by command: its template with {host}, {port} (its first
+ * learner's), {count}, {name}, {run_dir} and {mock_learner} filled in. */
+static void real_group_command(sc_run *r, const sc_group *gr, rproc *rp)
+{
+    char **v = util_strv_new();
+    for (size_t i = 0; gr->command[i]; i++) {
+        xbuf b = {0};
+        for (const char *t = gr->command[i]; *t;) {
+            const char *o = strchr(t, '{'), *c = o ? strchr(o, '}') : NULL;
+            if (!o || !c) {
+                xbuf_puts(&b, t);
+                break;
+            }
+            xbuf_printf(&b, "%.*s", (int)(o - t), t);
+            size_t n = (size_t)(c - o - 1);
+            if (n == 4 && strncmp(o + 1, "host", n) == 0)
+                xbuf_puts(&b, "127.0.0.1");
+            else if (n == 4 && strncmp(o + 1, "port", n) == 0)
+                xbuf_printf(&b, "%d", rp->base_port);
+            else if (n == 5 && strncmp(o + 1, "count", n) == 0)
+                xbuf_printf(&b, "%d", gr->count);
+            else if (n == 4 && strncmp(o + 1, "name", n) == 0)
+                xbuf_puts(&b, gr->name);
+            else if (n == 7 && strncmp(o + 1, "run_dir", n) == 0)
+                xbuf_puts(&b, r->run_dir);
+            else if (n == 12 && strncmp(o + 1, "mock_learner", n) == 0)
+                xbuf_puts(&b, r->opts.mock_learner);
+            else
+                xbuf_printf(&b, "%.*s", (int)(n + 2), o); /* not ours: kept as written */
+            t = c + 1;
+        }
+        util_strv_push(&v, xbuf_take(&b));
+    }
+    rp->argv = v;
+    rp->env = util_strv_new();
+    rp->wanted = !gr->absent;
+}
+
 /* The command line of learner group g; sx: the seed sequence. */
 static void group_command(sc_run *r, size_t g, uint64_t *sx)
 {
     const sc_scenario *s = r->s;
     const sc_group *gr = &s->groups[g];
     rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    if (gr->address) { /* already running: nothing to start */
+        rp->wanted = false;
+        rp->ready = true;
+        return;
+    }
+    if (gr->command) {
+        real_group_command(r, gr, rp);
+        return;
+    }
     char **v = util_strv_new();
     util_strv_push(&v, xstrdup(r->opts.mock_learner));
     push_flag(&v, "--count", "%d", gr->count);
@@ -372,7 +425,9 @@ static int coordinator_command(sc_run *r, uint64_t *sx)
     push_flag(&v, "--connect", "127.0.0.1:%d", r->agg_slave_port);
     push_flag(&v, "--host", "127.0.0.1");
     push_flag(&v, "--port", "%d", r->coord_port);
-    push_flag(&v, "--time-scale", "%g", s->time_scale);
+    /* an aggregator with fixed timings heartbeats at its own pace: the
+     * coordinator's tolerance of it must not be scaled */
+    push_flag(&v, "--time-scale", "%g", r->opts.profile && r->opts.profile->fixed_timings ? 1.0 : s->time_scale);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
     if (s->rounds >= 0)
         push_flag(&v, "--rounds", "%d", s->rounds);
@@ -399,7 +454,12 @@ static int coordinator_command(sc_run *r, uint64_t *sx)
      * so that the aggregator's verdict reaches it */
     push_flag(&v, "--task-deadline-ms", "%ld",
               s->coord_deadline_ms > 0 ? s->coord_deadline_ms : 2 * s->task_deadline_ms + 1000);
-    for (size_t g = 0; g < s->ngroups; g++) {
+    /* the coordinator's oracle reads every learner's dump: only the mock
+     * writes one, so with a learner of another kind it has none */
+    bool all_mock = true;
+    for (size_t g = 0; g < s->ngroups; g++)
+        all_mock &= SC_GROUP_IS_MOCK(&s->groups[g]);
+    for (size_t g = 0; g < s->ngroups && all_mock; g++) {
         char *dp = sr_dump_path(r, g);
         push_flag(&v, "--dump", "%s", dp);
         free(dp);

@@ -244,7 +244,7 @@ void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len)
     const char *msg = jsonx_get_str(j, "msg");
     const char *who = jsonx_get_str(j, "learner");
     if (msg) {
-        if (rp->idx >= SC_PROC_GROUP0)
+        if (rp->idx >= SC_PROC_GROUP0 && SC_GROUP_IS_MOCK(&r->s->groups[rp->idx - SC_PROC_GROUP0]))
             on_learner_log(r, rp->idx - SC_PROC_GROUP0, who, msg);
         else if (rp->idx == SC_PROC_COORD)
             on_coord_log(r, msg);

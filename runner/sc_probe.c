@@ -70,6 +70,52 @@ void sr_on_sample_timer(ev_loop *loop, void *data)
         r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
 }
 
+/* ---- readiness of a learner given by command ---- */
+
+static void on_ready_timer(ev_loop *loop, void *data);
+
+static void on_ready_reply(void *data, const hc_result *res)
+{
+    rproc *rp = data;
+    sc_run *r = rp->run;
+    rp->ready_req = NULL;
+    if (rp->ready || !sc_proc_running(rp->p) || r->ph > PH_RUNNING)
+        return;
+    if (!res->error && res->status > 0)
+        sr_on_ready(r, rp->idx, NULL);
+    else
+        rp->ready_timer = ev_timer_start(r->loop, 20, on_ready_timer, rp);
+}
+
+static void on_ready_timer(ev_loop *loop, void *data)
+{
+    rproc *rp = data;
+    sc_run *r = rp->run;
+    rp->ready_timer = NULL;
+    if (rp->ready || !sc_proc_running(rp->p) || r->ph > PH_RUNNING)
+        return;
+    hc_opts o;
+    hc_opts_init(&o);
+    char url[128];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/", rp->base_port);
+    o.method = "GET";
+    o.url = url;
+    o.timeout_ms = 1000;
+    o.connect_timeout_ms = 500;
+    o.retries = 0;
+    rp->ready_req = hc_send(r->hc, &o, on_ready_reply, rp);
+    if (!rp->ready_req)
+        rp->ready_timer = ev_timer_start(r->loop, 20, on_ready_timer, rp);
+}
+
+void sr_poll_ready(sc_run *r, int idx)
+{
+    rproc *rp = &r->procs[idx];
+    sr_stop_timer(r, &rp->ready_timer);
+    if (!rp->ready_req)
+        rp->ready_timer = ev_timer_start(r->loop, 20, on_ready_timer, rp);
+}
+
 /* ---- the final probes ---- */
 
 static void probe_done(sc_run *r)

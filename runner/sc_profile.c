@@ -33,7 +33,7 @@ static const char *const NAMES[] = {"aggregator",
                                     NULL};
 
 static const char *const KEYS[] = {"name",  "description", "command",      "config",  "env",
-                                   "kubernetes_env", "requires_env", "ready", "offers", "close_task", NULL};
+                                   "kubernetes_env", "requires_env", "ready", "offers", "close_task", "timings", NULL};
 static const char *const OFFERS[] = {"metrics", "events", NULL};
 
 /* The value of placeholder name (owned by the caller), or NULL if unknown. */
@@ -216,7 +216,7 @@ int sc_profile_load(const char *path, sc_profile **out, char *err, size_t errlen
             lerr(&c, it->string, "unknown key (did you mean '%s'?)", near);
         else if (!ok)
             lerr(&c, it->string, "unknown key (known: name, description, command, config, env, kubernetes_env, "
-                                 "requires_env, ready, offers, close_task)");
+                                 "requires_env, ready, offers, close_task, timings)");
     }
     if (pos && jpos_dup_count(pos)) {
         int l1, l2;
@@ -284,6 +284,10 @@ int sc_profile_load(const char *path, sc_profile **out, char *err, size_t errlen
     if (close && !cJSON_IsBool(close))
         lerr(&c, "close_task", "must be true or false");
     p->close_task = !close || cJSON_IsTrue(close);
+    const char *tm = jsonx_get_str(j, "timings");
+    if (jsonx_get(j, "timings") && (!tm || (strcmp(tm, "scaled") != 0 && strcmp(tm, "fixed") != 0)))
+        lerr(&c, "timings", "must be \"scaled\" (it takes the scenario's timings through placeholders) or \"fixed\"");
+    p->fixed_timings = tm && strcmp(tm, "fixed") == 0;
     cJSON_Delete(j);
     jpos_free(pos);
     if (c.failed) {

@@ -43,6 +43,10 @@ typedef struct {
     bool events;          /* offers our aggregator's log events (joins,
                              "logs" expectations on the aggregator) */
     bool close_task;      /* serves learner_close_task */
+    bool fixed_timings;   /* "timings": "fixed": it takes none of the
+                             scenario's timings (DI-engine's are built in),
+                             so the coordinator runs at time scale 1 toward
+                             it: its heartbeat tolerance then matches */
 } sc_profile;
 
 /* The values of the placeholders for one run. */

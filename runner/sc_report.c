@@ -219,8 +219,8 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
     for (size_t i = 0; i < n; i++)
         sk += count_skipped_checks(res[i]);
     if (sk)
-        fprintf(out, "; %zu expectation%s skipped (the aggregator under test does not offer what %s)", sk,
-                sk == 1 ? "" : "s", sk == 1 ? "it needs" : "they need");
+        fprintf(out, "; %zu expectation%s skipped (not judged: %s)", sk, sk == 1 ? "" : "s",
+                sk == 1 ? "it says why" : "each says why");
     fputc('\n', out);
 }
 

@@ -207,7 +207,7 @@ static void start_learners(sc_run *r)
     bool waiting = false;
     for (size_t g = 0; g < r->s->ngroups; g++) {
         const sc_group *gr = &r->s->groups[g];
-        if (gr->absent || gr->start_ms >= 0)
+        if (gr->absent || gr->address || gr->start_ms >= 0) /* an address: already running */
             continue;
         if (sr_spawn(r, SC_PROC_GROUP0 + (int)g) != 0)
             return;
@@ -221,7 +221,7 @@ static bool learners_ready(const sc_run *r)
 {
     for (size_t g = 0; g < r->s->ngroups; g++) {
         const sc_group *gr = &r->s->groups[g];
-        if (!gr->absent && gr->start_ms < 0 && !r->procs[SC_PROC_GROUP0 + g].ready)
+        if (!gr->absent && !gr->address && gr->start_ms < 0 && !r->procs[SC_PROC_GROUP0 + g].ready)
             return false;
     }
     return true;
@@ -415,8 +415,14 @@ void sr_stop_all_timers(sc_run *r)
         sr_stop_timer(r, &r->act_timers[i]);
         sr_stop_timer(r, &r->cont_timers[i]);
     }
-    for (size_t i = 0; i < r->nprocs; i++)
+    for (size_t i = 0; i < r->nprocs; i++) {
         sr_stop_timer(r, &r->procs[i].start_timer);
+        sr_stop_timer(r, &r->procs[i].ready_timer);
+        if (r->procs[i].ready_req) {
+            hc_cancel(r->hc, r->procs[i].ready_req);
+            r->procs[i].ready_req = NULL;
+        }
+    }
     if (r->sample_req) {
         hc_cancel(r->hc, r->sample_req);
         r->sample_req = NULL;

@@ -49,6 +49,8 @@ typedef struct {
     bool teardown; /* exit during teardown */
     int base_port, ctl_port;
     ev_timer *start_timer; /* start_ms of a learner group */
+    ev_timer *ready_timer; /* a learner given by command: polling its port */
+    hc_req *ready_req;
 } rproc;
 
 typedef struct act_ref {
@@ -170,6 +172,9 @@ void sr_evaluate(sc_run *r);
 
 /* sc_probe.c */
 void sr_on_sample_timer(ev_loop *loop, void *data);
+/* A learner group given by command is ready when its first port answers
+ * HTTP (or it prints a ready line, whichever comes first). */
+void sr_poll_ready(sc_run *r, int idx);
 /* The run ends (after processes signalled by actions have exited): the final
  * probes, then the checks and the teardown. */
 void sr_begin_probes(sc_run *r, const char *why);

@@ -58,8 +58,17 @@ typedef struct {
     size_t nfaults;
     char **args;      /* extra command-line arguments */
     size_t nargs;
+    /* Instead of the mock (docs/scenarios.md, "Real learners"): */
+    char **command;   /* any slave executable serving count learners from
+                         {port} on ({host}, {port}, {count}, {mock_learner});
+                         NULL-terminated, or NULL: the mock */
+    char *address;    /* "HOST:PORT" of a learner already running (count 1;
+                         the runner starts and signals nothing), or NULL */
     int line;
 } sc_group;
+
+/* The group is our mock_learner (faults, task events and dumps need it). */
+#define SC_GROUP_IS_MOCK(g) (!(g)->command && !(g)->address)
 
 typedef enum {
     SC_WHEN_AT = 0,        /* at_ms */
