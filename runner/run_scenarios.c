@@ -840,10 +840,10 @@ int main(int argc, char **argv)
         rc = 2;
     sc_profile *profile = NULL;
     if (rc < 0 && c.profile) {
-        char perr[1024];
+        char perr[4096];
         const char *missing = NULL;
         if (sc_profile_load(c.profile, &profile, perr, sizeof perr) != 0) {
-            fprintf(stderr, "run_scenarios: %s\n", perr);
+            fprintf(stderr, "%s\nrun_scenarios: the aggregator profile is invalid; nothing was run\n", perr);
             rc = 2;
         } else if ((missing = sc_profile_missing_env(profile))) {
             fprintf(stderr, "run_scenarios: %s\n", missing);

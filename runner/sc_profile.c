@@ -124,16 +124,18 @@ typedef struct {
 static void lerr(lctx *c, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void lerr(lctx *c, const char *path, const char *fmt, ...)
 {
-    if (c->failed)
-        return;
+    /* every error, one a line */
+    size_t used = c->failed ? strlen(c->err) : 0;
     c->failed = true;
+    if (used + 2 >= c->errlen)
+        return;
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(c->err, c->errlen, "%s:%d: %s%s%s", c->p->path, c->pos ? jpos_line(c->pos, path) : 0, path,
-             path[0] ? ": " : "", msg);
+    snprintf(c->err + used, c->errlen - used, "%s%s:%d: %s%s%s", used ? "\n" : "", c->p->path,
+             c->pos ? jpos_line(c->pos, path) : 0, path, path[0] ? ": " : "", msg);
 }
 
 static void check_template(lctx *c, const char *path, const char *tmpl)
