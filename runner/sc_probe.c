@@ -8,6 +8,21 @@
 #include "jsonx.h"
 #include "sc_run_int.h"
 
+/* GET http://127.0.0.1:PORT PATH, one try; NULL if it could not be sent. */
+static hc_req *http_get(sc_run *r, int port, const char *path, long timeout_ms, long connect_ms, hc_cb cb, void *ud)
+{
+    hc_opts o;
+    hc_opts_init(&o);
+    char url[256];
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    o.method = "GET";
+    o.url = url;
+    o.timeout_ms = timeout_ms;
+    o.connect_timeout_ms = connect_ms;
+    o.retries = 0;
+    return hc_send(r->hc, &o, cb, ud);
+}
+
 static void on_sample_reply(void *data, const hc_result *res)
 {
     sc_run *r = data;
@@ -53,19 +68,8 @@ void sr_on_sample_timer(ev_loop *loop, void *data)
         r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
         return;
     }
-    hc_opts o;
-    hc_opts_init(&o);
-    char url[128];
-    if (poll_ready)
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/", r->agg_slave_port);
-    else
-        snprintf(url, sizeof url, "http://127.0.0.1:%d/metrics", r->agg_metrics_port);
-    o.method = "GET";
-    o.url = url;
-    o.timeout_ms = 1000;
-    o.connect_timeout_ms = 500;
-    o.retries = 0;
-    r->sample_req = hc_send(r->hc, &o, on_sample_reply, r);
+    r->sample_req = poll_ready ? http_get(r, r->agg_slave_port, "/", 1000, 500, on_sample_reply, r)
+                               : http_get(r, r->agg_metrics_port, "/metrics", 1000, 500, on_sample_reply, r);
     if (!r->sample_req)
         r->sample_timer = ev_timer_start(r->loop, (uint64_t)r->s->sample_ms, sr_on_sample_timer, r);
 }
@@ -94,16 +98,7 @@ static void on_ready_timer(ev_loop *loop, void *data)
     rp->ready_timer = NULL;
     if (rp->ready || !sc_proc_running(rp->p) || r->ph > PH_RUNNING)
         return;
-    hc_opts o;
-    hc_opts_init(&o);
-    char url[128];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/", rp->base_port);
-    o.method = "GET";
-    o.url = url;
-    o.timeout_ms = 1000;
-    o.connect_timeout_ms = 500;
-    o.retries = 0;
-    rp->ready_req = hc_send(r->hc, &o, on_ready_reply, rp);
+    rp->ready_req = http_get(r, rp->base_port, "/", 1000, 500, on_ready_reply, rp);
     if (!rp->ready_req)
         rp->ready_timer = ev_timer_start(r->loop, 20, on_ready_timer, rp);
 }
@@ -170,16 +165,7 @@ static void on_probe_journal(void *data, const hc_result *res)
 
 static hc_req *probe(sc_run *r, int port, const char *path, hc_cb cb)
 {
-    hc_opts o;
-    hc_opts_init(&o);
-    char url[256];
-    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
-    o.method = "GET";
-    o.url = url;
-    o.timeout_ms = PROBE_TIMEOUT_MS;
-    o.connect_timeout_ms = PROBE_TIMEOUT_MS;
-    o.retries = 0;
-    return hc_send(r->hc, &o, cb, r);
+    return http_get(r, port, path, PROBE_TIMEOUT_MS, PROBE_TIMEOUT_MS, cb, r);
 }
 
 static bool signalled_running(const sc_run *r)

@@ -213,8 +213,13 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
     fprintf(out, "%zu passed, %zu failed", count[SC_PASSED], count[SC_FAILED]);
     if (count[SC_ERROR])
         fprintf(out, ", %zu error%s", count[SC_ERROR], count[SC_ERROR] == 1 ? "" : "s");
-    if (count[SC_SKIPPED])
-        fprintf(out, ", %zu not run or not judged", count[SC_SKIPPED]);
+    size_t unjudged = 0; /* run, but every expectation skipped */
+    for (size_t i = 0; i < n; i++)
+        unjudged += res[i]->outcome == SC_SKIPPED && res[i]->run_dir;
+    if (count[SC_SKIPPED] > unjudged)
+        fprintf(out, ", %zu not run", count[SC_SKIPPED] - unjudged);
+    if (unjudged)
+        fprintf(out, ", %zu not judged (every expectation skipped)", unjudged);
     size_t sk = 0;
     for (size_t i = 0; i < n; i++)
         sk += count_skipped_checks(res[i]);
