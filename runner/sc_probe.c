@@ -28,7 +28,8 @@ static void on_sample_reply(void *data, const hc_result *res)
     sc_run *r = data;
     r->sample_req = NULL;
     rproc *ag = &r->procs[SC_PROC_AGG];
-    if (!ag->ready) { /* a profile whose readiness is its slave port answering */
+    const sc_profile *pf = r->opts.profile;
+    if (!ag->ready && pf && pf->ready == SC_READY_SLAVE_PORT) { /* a readiness poll of the slave port */
         if (!res->error && res->status > 0)
             sr_on_ready(r, SC_PROC_AGG, NULL);
     } else if (!res->error && res->status == 200 && res->body) {
