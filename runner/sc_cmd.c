@@ -343,7 +343,9 @@ static int profile_aggregator_command(sc_run *r)
         char *colon = strrchr(a, ':');
         v.learner_ids[v.nlearners] = xasprintf("learner%d", i);
         v.learner_hosts[v.nlearners] = xstrndup(a, (size_t)(colon - a));
-        v.learner_ports[v.nlearners] = atoi(colon + 1);
+        int64_t port = 0; /* an address the runner made or the scenario validated */
+        util_parse_i64(colon + 1, 1, 65535, &port);
+        v.learner_ports[v.nlearners] = (int)port;
         v.nlearners++;
         free(a);
     }
