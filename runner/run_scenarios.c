@@ -71,7 +71,9 @@ typedef struct {
     int attempt; /* 1.. with --repeat or --seeds; 0: one run */
     sc_run *run;
     sc_result *unrun; /* not started (the runner was interrupted): owned */
-    int state;        /* 0 queued, 1 running, 2 done */
+    int state;        /* 0 queued, 1 running, 2 done, 3 not run: its profile
+                         lacks a variable (skip_why) */
+    char *skip_why;
 } job;
 
 typedef struct {
@@ -243,9 +245,22 @@ static void start_next(app *a)
 {
     while (a->running < (size_t)a->max_jobs && a->next < a->njobs && !a->signalled) {
         job *j = &a->jobs[a->queue[a->next++]];
+        sc_run_opts o = a->opts;
+        if (!o.profile) /* --aggregator-profile overrides the scenario's */
+            o.profile = j->s->profile;
+        const char *missing = sc_profile_missing_env(o.profile);
+        if (missing) {
+            j->state = 3;
+            j->skip_why = xasprintf("not run: %s", missing);
+            a->done++;
+            a->failed++; /* never green while testing nothing */
+            clear_progress(a);
+            printf("[%*zu/%zu] %-5s %-32s %s\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs, "SKIP", j->s->name,
+                   j->skip_why);
+            continue;
+        }
         j->state = 1;
         a->running++;
-        sc_run_opts o = a->opts;
         if (j->has_seed) {
             o.has_seed = true;
             o.seed = j->seed;
@@ -683,7 +698,8 @@ static void run_all(app *a, const cli *c, size_t nsc)
     fflush(stdout);
     a->start_ms = ev_now_ms();
     start_next(a);
-    ev_run(a->loop);
+    if (a->running) /* none: every job was skipped */
+        ev_run(a->loop);
 }
 
 /* The JUnit and HTML reports; rc raised to 1 if one cannot be written. */
@@ -726,7 +742,8 @@ static int report_all(app *a, const cli *c)
         }
         uint64_t seed = j->has_seed ? j->seed : j->s->seed;
         char *replay = xasprintf("%s --seed %llu %s", a->opts.replay_prefix, (unsigned long long)seed, j->s->path);
-        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, why, 0);
+        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, j->skip_why ? j->skip_why : why,
+                                   0);
         j->unrun->attempt = j->attempt;
         free(replay);
         res[i] = j->unrun;
@@ -797,6 +814,7 @@ static void free_jobs(app *a)
     for (size_t i = 0; i < a->njobs; i++) {
         sc_run_free(a->jobs[i].run);
         sc_result_free(a->jobs[i].unrun);
+        free(a->jobs[i].skip_why);
     }
     free(a->jobs);
     free(a->queue);

@@ -27,7 +27,7 @@
 
 typedef enum { SC_READY_LINE = 0, SC_READY_SLAVE_PORT } sc_ready_kind;
 
-typedef struct {
+typedef struct sc_profile {
     char *name;
     char *path; /* the profile file */
     char *dir;  /* its folder ({profile_dir}) */

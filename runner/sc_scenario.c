@@ -16,6 +16,7 @@
 #include "mo_fault.h"
 #include "proto.h"
 #include "sc_jpos.h"
+#include "sc_profile.h"
 #include "suggest.h"
 #include "util.h"
 #include "xalloc.h"
@@ -733,13 +734,24 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
 
 static void parse_aggregator(vctx *v, sc_scenario *s, const cJSON *root)
 {
-    static const char *const keys[] = {"args", "env", "k8s", NULL};
+    static const char *const keys[] = {"args", "env", "k8s", "profile", NULL};
     static const char *const opkeys[] = {"args", "faults", NULL};
     const cJSON *a = jsonx_get(root, "aggregator");
     if (a && want_type(v, a, "aggregator", "object")) {
         check_keys(v, a, "aggregator", keys);
         s->agg_args = get_str_list(v, a, "aggregator", "args", &s->nagg_args);
         s->k8s = get_bool(v, a, "aggregator", "k8s", 0);
+        char *pf = get_str(v, a, "aggregator", "profile", false);
+        if (pf) {
+            /* relative to the scenario's folder */
+            const char *sl = strrchr(s->path, '/');
+            char *full = pf[0] == '/' || !sl ? xstrdup(pf) : xasprintf("%.*s/%s", (int)(sl - s->path), s->path, pf);
+            char perr[2048];
+            if (sc_profile_load(full, &s->profile, perr, sizeof perr) != 0)
+                verr(v, "aggregator.profile", "%s", perr);
+            free(full);
+            free(pf);
+        }
         const cJSON *e = jsonx_get(a, "env");
         if (e && want_type(v, e, "aggregator.env", "object")) {
             s->agg_env = xcalloc((size_t)cJSON_GetArraySize(e) + 1, sizeof *s->agg_env);
@@ -1631,6 +1643,7 @@ void sc_scenario_free(sc_scenario *s)
         free(s->groups[g].address);
     }
     free(s->groups);
+    sc_profile_free(s->profile);
     free_strs(s->agg_args, s->nagg_args);
     free_strs(s->agg_env, s->nagg_env);
     free_strs(s->op_args, s->nop_args);

@@ -241,6 +241,8 @@ typedef struct {
     char **agg_env;    /* "NAME=value" */
     size_t nagg_env;
     bool k8s;          /* operator mode: a mock_operator is started */
+    struct sc_profile *profile; /* "aggregator": {"profile": FILE}, owned; NULL:
+                                   ours (--aggregator-profile overrides it) */
     char **op_args;
     size_t nop_args;
     char **op_faults;  /* JSON texts, added once the operator is ready */

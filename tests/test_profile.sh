@@ -66,6 +66,17 @@ rc=$?
 [ $rc -eq 2 ] || fail "a missing required variable exited $rc, not 2"
 has "$OUT/env.txt" "needs DILEARN_TEST_UNSET_VARIABLE set in the environment"
 
+# 4b. the profile named by the scenario; a missing variable skips the run
+"$RS" -q --out "$OUT/sl" "$S/tests/fixtures/profile_in_scenario.json" >"$OUT/sl.txt" 2>&1 ||
+    { cat "$OUT/sl.txt"; fail "a scenario's own profile"; }
+has "$OUT/sl.txt" "which profile ours-config does not offer"
+env -u DILEARN_TEST_UNSET_VARIABLE "$RS" -q --out "$OUT/sle" --junit "$OUT/sle.xml" \
+    "$S/tests/fixtures/profile_needs_env.json" >"$OUT/sle.txt" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "a scenario whose profile lacks its variable exited $rc, not 1"
+has "$OUT/sle.txt" "not run: the aggregator profile needs-env needs DILEARN_TEST_UNSET_VARIABLE"
+has "$OUT/sle.xml" '<skipped message="not run: the aggregator profile needs-env'
+
 # 5. a real learner process given by command, killed, judged from the protocol
 for how in builtin profile; do
     set --
