@@ -17,7 +17,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 has() { grep -qF -- "$2" "$1" || fail "$1 lacks: $2"; }
 
 # 1. ours through a metrics-free profile: passes, metrics skipped
-"$RS" -q -j2 --aggregator-profile "$S/profiles/ours-config.json" --out "$OUT/lib" --junit "$OUT/lib.xml" \
+"$RS" -q --aggregator-profile "$S/profiles/ours-config.json" --out "$OUT/lib" --junit "$OUT/lib.xml" \
     --html "$OUT/lib.html" "$S/scenarios/happy_4.json" "$S/scenarios/heartbeat_loss.json" \
     "$S/scenarios/crash_learn.json" "$S/scenarios/k8s_happy.json" "$S/scenarios/restart_learner.json" \
     >"$OUT/lib.txt" 2>&1
