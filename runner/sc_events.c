@@ -235,6 +235,10 @@ void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len)
         }
         return;
     }
+    /* an aggregator whose profile offers no events is judged from the
+     * protocol only: its log is kept, not read */
+    if (rp->idx == SC_PROC_AGG && r->opts.profile && !r->opts.profile->events)
+        return;
     check_log_events(r, rp->idx, line);
     if (line[0] != '{')
         return;

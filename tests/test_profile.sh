@@ -37,6 +37,14 @@ grep -q '"skipped":[[:space:]]*true' "$OUT"/lib/runs/happy_4-*/result.json || fa
 "$RS" -q --out "$OUT/own" "$S/scenarios/happy_4.json" >"$OUT/own.txt" 2>&1 || fail "happy_4 built in failed"
 grep -q SKIPPED "$OUT/own.txt" && fail "the built-in profile skipped something"
 
+# 1b. without events the aggregator's log is not read: an action waiting for it
+"$RS" -q --aggregator-profile "$S/profiles/ours-config.json" --out "$OUT/la" \
+    "$S/tests/fixtures/aggregator_log_action.json" >"$OUT/la.txt" 2>&1 || { cat "$OUT/la.txt"; fail "log action"; }
+has "$OUT/la.txt" "SKIPPED the action on the aggregator's log \"learner joined\": it never fired"
+"$RS" -q --out "$OUT/la-own" "$S/tests/fixtures/aggregator_log_action.json" >"$OUT/la-own.txt" 2>&1 ||
+    { cat "$OUT/la-own.txt"; fail "log action built in"; }
+grep -q "SKIPPED the action" "$OUT/la-own.txt" && fail "the built-in profile did not fire the log action"
+
 # 2. only skipped expectations: not green
 "$RS" -q --aggregator-profile "$S/profiles/ours-config.json" --out "$OUT/only" --junit "$OUT/only.xml" \
     "$S/tests/fixtures/metrics_only.json" >"$OUT/only.txt" 2>&1
