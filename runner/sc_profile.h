@@ -41,7 +41,8 @@ typedef struct sc_profile {
                              answers HTTP */
     bool metrics;         /* offers our /metrics on {metrics_port} */
     bool events;          /* offers our aggregator's log events (joins,
-                             "logs" expectations on the aggregator) */
+                             "logs" expectations and actions on its lines);
+                             without it that log is not read */
     bool close_task;      /* serves learner_close_task */
     bool fixed_timings;   /* "timings": "fixed": it takes none of the
                              scenario's timings (DI-engine's are built in),
