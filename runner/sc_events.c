@@ -95,6 +95,10 @@ static void on_coord_task(sc_run *r, bool done, const char *name, const char *st
     const char *full = sc_task_full_name(name);
     int ti = task_index(full);
     int *arr = done ? r->done_n : r->sent;
+    if (done && ti == 0) { /* a resource answer: the world size then */
+        r->resource_t = xrealloc(r->resource_t, (r->nresource + 1) * sizeof *r->resource_t);
+        r->resource_t[r->nresource++] = sr_now(r);
+    }
     arr[ti]++;
     arr[NTASKN]++;
     for (size_t i = 0; i < r->s->nactions; i++) {
@@ -231,6 +235,10 @@ void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len)
         }
         return;
     }
+    /* an aggregator whose profile offers no events is judged from the
+     * protocol only: its log is kept, not read */
+    if (rp->idx == SC_PROC_AGG && r->opts.profile && !r->opts.profile->events)
+        return;
     check_log_events(r, rp->idx, line);
     if (line[0] != '{')
         return;
@@ -240,7 +248,7 @@ void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len)
     const char *msg = jsonx_get_str(j, "msg");
     const char *who = jsonx_get_str(j, "learner");
     if (msg) {
-        if (rp->idx >= SC_PROC_GROUP0)
+        if (rp->idx >= SC_PROC_GROUP0 && SC_GROUP_IS_MOCK(&r->s->groups[rp->idx - SC_PROC_GROUP0]))
             on_learner_log(r, rp->idx - SC_PROC_GROUP0, who, msg);
         else if (rp->idx == SC_PROC_COORD)
             on_coord_log(r, msg);
