@@ -13,6 +13,8 @@
 #   ./do bench      every benchmark (bench/run_all.sh; docs/benchmarks.md)
 #   ./do test-planted  the scenario library against each bug planted in the
 #                   aggregator (build-planted/, -DPLANT_BUGS=ON)
+#   ./do reference  the scenario library against DI-engine's own aggregator (needs
+#                   DI_ROOT, a DI-engine checkout) and ours: docs/reference-results.md
 #   ./do build      install and build only (without the tests)
 #   ./do image      the OCI image of the aggregator and the mocks (deploy/, kept
 #                   in build-image/), imported into podman or docker if one answers
@@ -136,6 +138,15 @@ test-planted)
     install_deps "${BUILD_PKGS[@]}" "${TEST_PKGS[@]}"
     build build-planted -DWERROR=ON -DPLANT_BUGS=ON
     run_tests build-planted -L planted
+    ;;
+reference)
+    if [ -z "${DI_ROOT:-}" ]; then
+        echo "./do reference: set DI_ROOT to a DI-engine checkout (git clone https://github.com/opendilab/DI-engine)" >&2
+        exit 2
+    fi
+    install_deps "${BUILD_PKGS[@]}" python3-flask python3-requests python3-easydict python3-urlobject python3-yaml
+    build build -DWERROR=ON -DBUILD_TESTING=OFF
+    JOBS=$JOBS reference/reference_results.sh build build/reference docs/reference-results.md
     ;;
 image)
     install_deps "${BUILD_PKGS[@]}" "${IMAGE_PKGS[@]}"

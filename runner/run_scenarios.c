@@ -45,6 +45,12 @@ static void usage(FILE *out)
           "                          --mock-coordinator, --mock-operator)\n"
           "      --log-level L       every process logs at L (debug, info, warn, error, off);\n"
           "                          the runner reads their events, never their logs\n"
+          "      --aggregator-profile FILE\n"
+          "                          run the aggregator under test as FILE says (its command,\n"
+          "                          config, environment, readiness and what it offers;\n"
+          "                          docs/scenarios.md, \"Aggregator profiles\"; profiles/);\n"
+          "                          expectations that need what it does not offer are\n"
+          "                          reported as skipped. Default: ours, built in\n"
           "      --check             validate the scenarios, run nothing\n"
           "      --list              list the scenarios with their descriptions\n"
           "  -v, --verbose           the runner's own log on stderr as it runs\n"
@@ -68,7 +74,9 @@ typedef struct {
     int attempt; /* 1.. with --repeat or --seeds; 0: one run */
     sc_run *run;
     sc_result *unrun; /* not started (the runner was interrupted): owned */
-    int state;        /* 0 queued, 1 running, 2 done */
+    int state;        /* 0 queued, 1 running, 2 done, 3 not run: its profile
+                         lacks a variable (skip_why) */
+    char *skip_why;
 } job;
 
 typedef struct {
@@ -220,16 +228,16 @@ static void on_run_done(void *ud, sc_run *run)
     a->running--;
     a->done++;
     const sc_result *r = sc_run_result(run);
-    size_t ok = 0;
-    for (size_t i = 0; i < r->nchecks; i++)
-        ok += r->checks[i].ok;
+    char checks[48];
+    sc_report_checks_text(checks, sizeof checks, r);
     if (!r->passed)
         a->failed++;
     clear_progress(a);
-    printf("[%*zu/%zu] %-5s %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
-           sc_outcome_word(r->outcome), r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok, r->nchecks);
+    printf("[%*zu/%zu] %-5s %-32s %6.2f s  seed %-6llu %s checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
+           sc_outcome_word(r->outcome), r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, checks);
     if (!r->passed)
         sc_report_failure(stdout, r);
+    sc_report_skipped(stdout, r);
     fflush(stdout);
     draw_progress(a);
     start_next(a);
@@ -240,9 +248,22 @@ static void start_next(app *a)
 {
     while (a->running < (size_t)a->max_jobs && a->next < a->njobs && !a->signalled) {
         job *j = &a->jobs[a->queue[a->next++]];
+        sc_run_opts o = a->opts;
+        if (!o.profile) /* --aggregator-profile overrides the scenario's */
+            o.profile = j->s->profile;
+        const char *missing = sc_profile_missing_env(o.profile);
+        if (missing) {
+            j->state = 3;
+            j->skip_why = xasprintf("not run: %s", missing);
+            a->done++;
+            a->failed++; /* never green while testing nothing */
+            clear_progress(a);
+            printf("[%*zu/%zu] %-5s %-32s %s\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs, "SKIP", j->s->name,
+                   j->skip_why);
+            continue;
+        }
         j->state = 1;
         a->running++;
-        sc_run_opts o = a->opts;
         if (j->has_seed) {
             o.has_seed = true;
             o.seed = j->seed;
@@ -302,7 +323,7 @@ static long weight(const sc_scenario *s)
 /* The command line. */
 typedef struct {
     int max_jobs;
-    const char *bin_dir, *out_dir, *junit, *html, *log_level;
+    const char *bin_dir, *out_dir, *junit, *html, *profile, *log_level;
     const char *exe_over[4];
     bool check_only, list, verbose, quiet, has_seed, has_seeds;
     uint64_t seed, seed_lo, seed_hi;
@@ -379,6 +400,8 @@ static int value_flag(cli *c, const char *f, const char *val, bool *matched)
             return 2;
         }
         c->log_level = val;
+    } else if (strcmp(f, "--aggregator-profile") == 0) {
+        c->profile = val;
     } else {
         *matched = false;
         for (int k = 0; k < 4; k++)
@@ -392,8 +415,8 @@ static int value_flag(cli *c, const char *f, const char *val, bool *matched)
 
 static bool takes_value(const char *f)
 {
-    static const char *const v[] = {"-j",       "--jobs", "--seed",  "--seeds",   "--repeat",    "--filter",
-                                    "--out",    "--junit", "--html", "--bin-dir", "--log-level"};
+    static const char *const v[] = {"-j",       "--jobs", "--seed",  "--seeds", "--repeat",           "--filter",
+                                    "--out",    "--junit", "--html", "--bin-dir", "--aggregator-profile", "--log-level"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (strcmp(f, v[i]) == 0)
             return true;
@@ -618,6 +641,8 @@ static char *replay_prefix(const cli *c, const char *argv0)
     for (int k = 0; k < 4; k++)
         if (c->exe_over[k])
             xbuf_printf(&rp, " %s %s", exe_flags[k], c->exe_over[k]);
+    if (c->profile)
+        xbuf_printf(&rp, " --aggregator-profile %s", c->profile);
     if (strcmp(c->out_dir, "out") != 0)
         xbuf_printf(&rp, " --out %s", c->out_dir);
     return xbuf_take(&rp);
@@ -682,7 +707,8 @@ static void run_all(app *a, const cli *c, size_t nsc)
     fflush(stdout);
     a->start_ms = ev_now_ms();
     start_next(a);
-    ev_run(a->loop);
+    if (a->running) /* none: every job was skipped */
+        ev_run(a->loop);
 }
 
 /* The JUnit and HTML reports; rc raised to 1 if one cannot be written. */
@@ -725,7 +751,8 @@ static int report_all(app *a, const cli *c)
         }
         uint64_t seed = j->has_seed ? j->seed : j->s->seed;
         char *replay = xasprintf("%s --seed %llu %s", a->opts.replay_prefix, (unsigned long long)seed, j->s->path);
-        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, why, 0);
+        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, j->skip_why ? j->skip_why : why,
+                                   0);
         j->unrun->attempt = j->attempt;
         free(replay);
         res[i] = j->unrun;
@@ -796,6 +823,7 @@ static void free_jobs(app *a)
     for (size_t i = 0; i < a->njobs; i++) {
         sc_run_free(a->jobs[i].run);
         sc_result_free(a->jobs[i].unrun);
+        free(a->jobs[i].skip_why);
     }
     free(a->jobs);
     free(a->queue);
@@ -837,6 +865,18 @@ int main(int argc, char **argv)
     char *exes[4] = {NULL, NULL, NULL, NULL}, *self_dir = NULL;
     if (rc < 0 && find_exes(&c, sc, nsc, exes, &self_dir) != 0)
         rc = 2;
+    sc_profile *profile = NULL;
+    if (rc < 0 && c.profile) {
+        char perr[4096];
+        const char *missing = NULL;
+        if (sc_profile_load(c.profile, &profile, perr, sizeof perr) != 0) {
+            fprintf(stderr, "%s\nrun_scenarios: the aggregator profile is invalid; nothing was run\n", perr);
+            rc = 2;
+        } else if ((missing = sc_profile_missing_env(profile))) {
+            fprintf(stderr, "run_scenarios: %s\n", missing);
+            rc = 2;
+        }
+    }
     unsigned char *ports_used = NULL;
     if (rc < 0) {
         ports_used = xcalloc(65536, 1);
@@ -851,7 +891,9 @@ int main(int argc, char **argv)
             .verbose = c.verbose,
             .learner_id_base = help_mentions(exes[1], "--id-base"),
             .json_logs = true,
-            .agg_events = help_mentions(exes[0], "--events "),
+            .profile = profile,
+            /* a profile says whether its aggregator writes our events */
+            .agg_events = profile ? profile->events : help_mentions(exes[0], "--events "),
             .agg_each_line = help_mentions(exes[0], "--events-each-line"),
             .log_level = c.log_level,
         };
@@ -887,6 +929,7 @@ int main(int argc, char **argv)
     free(self_dir);
     free(ports_used);
     free(rprefix);
+    sc_profile_free(profile);
     if (a.signalled)
         return 128 + a.signalled;
     return rc;

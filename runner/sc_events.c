@@ -103,6 +103,10 @@ static void on_coord_task(sc_run *r, bool done, const char *name, const char *st
     const char *full = sc_task_full_name(name);
     int ti = task_index(full);
     int *arr = done ? r->done_n : r->sent;
+    if (done && ti == 0) { /* a resource answer: the world size then */
+        r->resource_t = xrealloc(r->resource_t, (r->nresource + 1) * sizeof *r->resource_t);
+        r->resource_t[r->nresource++] = sr_now(r);
+    }
     arr[ti]++;
     arr[NTASKN]++;
     for (size_t i = 0; i < r->s->nactions; i++) {
@@ -359,6 +363,12 @@ void sr_check_events(sc_run *r)
         for (size_t p = 0; p < r->nprocs; p++)
             if (strcmp(sc_scenario_proc_name(r->s, (int)p), w->process) == 0)
                 idx = (int)p;
+        if (idx == SC_PROC_AGG && !r->opts.agg_events) {
+            sr_skip(r, w->line, what.data, "the aggregator under test writes no events (%s)",
+                    r->opts.profile ? "its profile offers none" : "its --help names no --events");
+            xbuf_free(&what);
+            continue;
+        }
         sr_check(r, n >= w->min && (w->max < 0 || n <= w->max), w->line, what.data, "%d such line%s in %s", n,
                  n == 1 ? "" : "s", idx >= 0 && r->procs[idx].ev_path ? r->procs[idx].ev_path : "its events file");
         xbuf_free(&what);

@@ -20,6 +20,7 @@
 
 #include "ev.h"
 #include "sc_proc.h"
+#include "sc_profile.h"
 #include "sc_scenario.h"
 
 typedef struct {
@@ -40,6 +41,7 @@ typedef struct {
     bool verbose;         /* print the runner's own log to stderr too */
     bool learner_id_base; /* mock_learner takes --id-base */
     bool json_logs;       /* children log JSON (--log-format json) */
+    const sc_profile *profile; /* the aggregator under test; NULL: ours, built in */
     bool agg_events;      /* the aggregator takes --events: the world size,
                              joins and leaves come from its events (else
                              the world size is sampled from /metrics) */
@@ -50,7 +52,9 @@ typedef struct {
 
 /* One checked expectation (or an infrastructure failure). */
 typedef struct {
-    bool ok;
+    bool ok;      /* true for a skipped check too: it fails nothing */
+    bool skipped; /* not judged: the aggregator under test does not offer
+                     what it needs (detail: why); never counts as passed */
     int line;     /* line of the scenario file; 0: none */
     char *what;   /* "task #3 learner_learn_task: status completed" */
     char *detail; /* why it failed (or what was seen) */

@@ -62,6 +62,8 @@ typedef struct {
     int *fault_id;      /* learner groups: [k] first id of --fault k */
     int *fault_n;       /* [k] how many faults --fault k holds */
     int *fault_fired;   /* [k] fault_fired events of --fault k */
+    ev_timer *ready_timer; /* a learner given by command: polling its port */
+    hc_req *ready_req;
 } rproc;
 
 typedef struct act_ref {
@@ -134,6 +136,9 @@ struct sc_run {
     bool timed_out;
     bool aborted;
     bool killed_after_grace; /* the teardown's SIGKILL after GRACE_MS */
+    double *resource_t;      /* when each resource outcome reached the
+                                coordinator (world size without /metrics) */
+    size_t nresource;
     sc_result res;
     size_t capchecks, capmarks, capbars, capsamples;
 };
@@ -143,6 +148,9 @@ double sr_now(const sc_run *r); /* ms since t0 (0 before) */
 void sr_log(sc_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* An expectation not judged, and why (the aggregator under test does not
+ * offer what it needs): reported as skipped, never as passed. */
+void sr_skip(sc_run *r, int line, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* kind: 0 action, 1 exit, 2 event, 3 join/leave note; learner -1: all */
 void sr_mark(sc_run *r, int kind, int learner, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void sr_add_sample(sc_run *r, double t, int v);
@@ -212,6 +220,9 @@ void sr_evaluate(sc_run *r);
 
 /* sc_probe.c */
 void sr_on_sample_timer(ev_loop *loop, void *data);
+/* A learner group given by command is ready when its first port answers
+ * HTTP (or it prints a ready line, whichever comes first). */
+void sr_poll_ready(sc_run *r, int idx);
 /* The run ends (after processes signalled by actions have exited): the final
  * probes, then the checks and the teardown. */
 void sr_begin_probes(sc_run *r, const char *why);

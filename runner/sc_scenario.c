@@ -17,7 +17,9 @@
 #include "mo_fault.h"
 #include "proto.h"
 #include "sc_jpos.h"
+#include "sc_profile.h"
 #include "suggest.h"
+#include "util.h"
 #include "xalloc.h"
 
 #define MAX_ERRORS 50
@@ -615,7 +617,8 @@ static void parse_timings(vctx *v, sc_scenario *s, const cJSON *root)
 static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
 {
     static const char *const keys[] = {"name", "count", "batch_size", "learn_time_ms", "heartbeat_span_ms",
-                                       "start_ms", "absent", "configured", "faults", "args", NULL};
+                                       "start_ms", "absent", "configured", "faults", "args", "command",
+                                       "address", NULL};
     const cJSON *ls = jsonx_get(root, "learners");
     if (!ls)
         return;
@@ -666,6 +669,44 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
         if (gr->absent && jsonx_get(g, "start_ms"))
             verr(v, p, "a group cannot be both absent and started at start_ms");
         gr->args = get_str_list(v, g, p, "args", &gr->nargs);
+        if (jsonx_get(g, "command")) {
+            size_t nc = 0;
+            char **c = get_str_list(v, g, p, "command", &nc);
+            gr->command = xcalloc(nc + 1, sizeof *gr->command);
+            for (size_t k = 0; k < nc; k++)
+                gr->command[k] = c[k];
+            free(c);
+            char *cp = jpath(p, "command");
+            if (!nc)
+                verr(v, cp, "an empty command; give the learner's executable and its arguments");
+            free(cp);
+        }
+        gr->address = get_str(v, g, p, "address", false);
+        if (gr->address) {
+            char *ap = jpath(p, "address");
+            const char *colon = strrchr(gr->address, ':');
+            int64_t port;
+            if (!colon || colon == gr->address || !util_parse_i64(colon + 1, 1, 65535, &port))
+                verr(v, ap, "'%s': expected HOST:PORT of a learner already running", gr->address);
+            if (gr->command)
+                verr(v, ap, "a group is either a command or an address, not both");
+            if (gr->count != 1)
+                verr(v, ap, "an address is one learner: count must be 1");
+            if (jsonx_get(g, "start_ms") || gr->absent)
+                verr(v, ap, "a learner already running is neither started later nor absent");
+            free(ap);
+        }
+        if (!SC_GROUP_IS_MOCK(gr)) {
+            static const char *const mock_only[] = {"faults", "args", "batch_size", "learn_time_ms",
+                                                    "heartbeat_span_ms", NULL};
+            for (size_t k = 0; mock_only[k]; k++)
+                if (jsonx_get(g, mock_only[k])) {
+                    char *kp = jpath(p, mock_only[k]);
+                    verr(v, kp, "'%s' is a setting of the mock learner; group '%s' is given by %s", mock_only[k],
+                         gr->name, gr->command ? "command" : "address");
+                    free(kp);
+                }
+        }
         const cJSON *f = jsonx_get(g, "faults");
         if (f) {
             char *fp = jpath(p, "faults");
@@ -694,13 +735,24 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
 
 static void parse_aggregator(vctx *v, sc_scenario *s, const cJSON *root)
 {
-    static const char *const keys[] = {"args", "env", "k8s", NULL};
+    static const char *const keys[] = {"args", "env", "k8s", "profile", NULL};
     static const char *const opkeys[] = {"args", "faults", NULL};
     const cJSON *a = jsonx_get(root, "aggregator");
     if (a && want_type(v, a, "aggregator", "object")) {
         check_keys(v, a, "aggregator", keys);
         s->agg_args = get_str_list(v, a, "aggregator", "args", &s->nagg_args);
         s->k8s = get_bool(v, a, "aggregator", "k8s", 0);
+        char *pf = get_str(v, a, "aggregator", "profile", false);
+        if (pf) {
+            /* relative to the scenario's folder */
+            const char *sl = strrchr(s->path, '/');
+            char *full = pf[0] == '/' || !sl ? xstrdup(pf) : xasprintf("%.*s/%s", (int)(sl - s->path), s->path, pf);
+            char perr[2048];
+            if (sc_profile_load(full, &s->profile, perr, sizeof perr) != 0)
+                verr(v, "aggregator.profile", "%s", perr);
+            free(full);
+            free(pf);
+        }
         const cJSON *e = jsonx_get(a, "env");
         if (e && want_type(v, e, "aggregator.env", "object")) {
             s->agg_env = xcalloc((size_t)cJSON_GetArraySize(e) + 1, sizeof *s->agg_env);
@@ -1007,6 +1059,14 @@ static void parse_actions(vctx *v, sc_scenario *s, const cJSON *root)
                     ac->proc < SC_PROC_GROUP0)
                     verr(v, tp, "%s goes to a learner group's control port; use operator_fault for the operator",
                          sc_do_name(ac->what));
+                if (ac->proc >= SC_PROC_GROUP0 && s->groups[ac->proc - SC_PROC_GROUP0].address)
+                    verr(v, tp, "group '%s' is a learner already running (an address): the runner has no process "
+                         "of it to signal or fault", s->groups[ac->proc - SC_PROC_GROUP0].name);
+                else if ((ac->what == SC_DO_FAULT || ac->what == SC_DO_CLEAR_FAULTS) && ac->proc >= SC_PROC_GROUP0 &&
+                         s->groups[ac->proc - SC_PROC_GROUP0].command)
+                    verr(v, tp, "%s is a protocol fault and needs the mock learner; group '%s' is given by command "
+                         "(process actions work on it: kill, term, stop, cont, restart)",
+                         sc_do_name(ac->what), s->groups[ac->proc - SC_PROC_GROUP0].name);
                 if (ac->what == SC_DO_START && ac->proc >= SC_PROC_GROUP0 &&
                     !s->groups[ac->proc - SC_PROC_GROUP0].absent)
                     verr(v, dp, "start is for a group marked \"absent\": true; '%s' is started by the runner",
@@ -1663,8 +1723,11 @@ void sc_scenario_free(sc_scenario *s)
         free(s->groups[g].name);
         free_strs(s->groups[g].faults, s->groups[g].nfaults);
         free_strs(s->groups[g].args, s->groups[g].nargs);
+        util_strv_free(s->groups[g].command);
+        free(s->groups[g].address);
     }
     free(s->groups);
+    sc_profile_free(s->profile);
     free_strs(s->agg_args, s->nagg_args);
     free_strs(s->agg_env, s->nagg_env);
     free_strs(s->op_args, s->nop_args);

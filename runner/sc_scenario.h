@@ -58,8 +58,17 @@ typedef struct {
     size_t nfaults;
     char **args;      /* extra command-line arguments */
     size_t nargs;
+    /* Instead of the mock (docs/scenarios.md, "Real learners"): */
+    char **command;   /* any slave executable serving count learners from
+                         {port} on ({host}, {port}, {count}, {mock_learner});
+                         NULL-terminated, or NULL: the mock */
+    char *address;    /* "HOST:PORT" of a learner already running (count 1;
+                         the runner starts and signals nothing), or NULL */
     int line;
 } sc_group;
+
+/* The group is our mock_learner (faults, task events and dumps need it). */
+#define SC_GROUP_IS_MOCK(g) (!(g)->command && !(g)->address)
 
 typedef enum {
     SC_WHEN_AT = 0,        /* at_ms */
@@ -247,6 +256,8 @@ typedef struct {
     char **agg_env;    /* "NAME=value" */
     size_t nagg_env;
     bool k8s;          /* operator mode: a mock_operator is started */
+    struct sc_profile *profile; /* "aggregator": {"profile": FILE}, owned; NULL:
+                                   ours (--aggregator-profile overrides it) */
     char **op_args;
     size_t nop_args;
     char **op_faults;  /* JSON texts, added once the operator is ready */
