@@ -16,6 +16,8 @@
 #                   planted in the aggregator (build-planted/, -DPLANT_BUGS=ON)
 #   ./do explore [N]  --explore of the aggregator from scenarios/explore/base_4.json,
 #                   N runs (default 120, none started after 150 s; reports in out/explore/)
+#   ./do reference  the scenario library against DI-engine's own aggregator (needs
+#                   DI_ROOT, a DI-engine checkout) and ours: docs/reference-results.md
 #   ./do build      install and build only (without the tests)
 #   ./do image      the OCI image of the aggregator and the mocks (deploy/, kept
 #                   in build-image/), imported into podman or docker if one answers
@@ -148,6 +150,15 @@ explore)
     build/runner/run_scenarios --explore scenarios/explore/base_4.json --runs "${2:-120}" --seed "${SEED:-1}" \
         -j "$JOBS" --quiet --max-seconds 150 --shrink-seconds 60 --out out/explore \
         --junit out/explore/junit.xml --html out/explore/report.html
+    ;;
+reference)
+    if [ -z "${DI_ROOT:-}" ]; then
+        echo "./do reference: set DI_ROOT to a DI-engine checkout (git clone https://github.com/opendilab/DI-engine)" >&2
+        exit 2
+    fi
+    install_deps "${BUILD_PKGS[@]}" python3-flask python3-requests python3-easydict python3-urlobject python3-yaml
+    build build -DWERROR=ON -DBUILD_TESTING=OFF
+    JOBS=$JOBS reference/reference_results.sh build build/reference docs/reference-results.md
     ;;
 image)
     install_deps "${BUILD_PKGS[@]}" "${IMAGE_PKGS[@]}"

@@ -14,6 +14,7 @@
 #include "ilog.h"
 #include "jsonx.h"
 #include "proto.h"
+#include "util.h"
 #include "xalloc.h"
 
 #define FLUSH_BYTES (64u * 1024u)
@@ -493,3 +494,40 @@ bool evt_int(const evt_record *r, evt_field_id f, int64_t *out) { return jsonx_g
 bool evt_dbl(const evt_record *r, evt_field_id f, double *out) { return jsonx_get_double(field_item(r, f), out); }
 
 const cJSON *evt_json(const evt_record *r, evt_field_id f) { return field_item(r, f); }
+
+/* ---- command line ---- */
+
+bool evt_cli_takes_value(const char *flag)
+{
+    return strcmp(flag, "--events") == 0 || strcmp(flag, "--events-max-bytes") == 0 ||
+           strcmp(flag, "--events-flush-ms") == 0;
+}
+
+int evt_cli_flag(evt_opts *o, const char *flag, const char *value, char *err, size_t errlen)
+{
+    int64_t v;
+    if (strcmp(flag, "--events-each-line") == 0) {
+        o->each_line = true;
+    } else if (strcmp(flag, "--events") == 0) {
+        if (!value || !*value) {
+            snprintf(err, errlen, "--events: the file name is empty");
+            return -1;
+        }
+        o->path = value;
+    } else if (strcmp(flag, "--events-max-bytes") == 0) {
+        if (!value || !util_parse_i64(value, 4096, INT64_C(1) << 50, &v)) {
+            snprintf(err, errlen, "--events-max-bytes: '%.64s' is not an integer in 4096..2^50", value ? value : "");
+            return -1;
+        }
+        o->max_bytes = (size_t)v;
+    } else if (strcmp(flag, "--events-flush-ms") == 0) {
+        if (!value || !util_parse_i64(value, 1, 3600000, &v)) {
+            snprintf(err, errlen, "--events-flush-ms: '%.64s' is not an integer in 1..3600000", value ? value : "");
+            return -1;
+        }
+        o->flush_ms = (unsigned)v;
+    } else {
+        return 0;
+    }
+    return 1;
+}

@@ -53,7 +53,7 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(id, STR, "task id (the coordinator's)")                                                           \
     F(sub_id, STR, "the id of the task one learner was sent for a coordinator task")                    \
     F(items, INT, "learn items carried (-1: not a learn task)")                                         \
-    F(status, STR, "\"completed\" or \"failed\"")                                                       \
+    F(status, STR, "\"completed\" or \"failed\" (the coordinator also: \"start_failed\", \"skipped\")") \
     F(message, STR, "why a task failed, as the coordinator is told (null when completed)")              \
     F(reason, STR, "why it happened, in words (for people: match on cause, never on reason)")           \
     F(cause, STR, "why it happened, as one word of EVT_CAUSES (for programs)")                          \
@@ -63,6 +63,7 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(after_ms, INT, "milliseconds since the learner's join window (or absence) began")                 \
     F(kind, STR, "fault kind (crash, hang, error_status, ...)")                                         \
     F(count, INT, "the fault's firing: 1 for its first")                                                \
+    F(fault, INT, "the fault's id in the mock that applies it (1, 2, ... in the order given; 0: none)") \
     F(master, STR, "the master's address as it gave it in /connect")                                    \
     F(added, JSON, "learners the operator listed that the aggregator took in (a list of ids)")          \
     F(removed, JSON, "learners no longer listed, disconnected (a list of ids)")                         \
@@ -76,7 +77,11 @@ typedef enum { EVT_STR, EVT_INT, EVT_DBL, EVT_JSON } evt_type;
     F(version, STR, "the program's version")                                                            \
     F(pid, INT, "the process id")                                                                       \
     F(config, JSON, "the settings that shape behaviour (learners, timings, time scale)")                \
-    F(signal, STR, "the signal that asked for the shutdown (SIGTERM, SIGINT), or null")
+    F(signal, STR, "the signal that asked for the shutdown (SIGTERM, SIGINT), or null")                 \
+    F(learners, INT, "learners whose lines the mock coordinator's dumps hold")                          \
+    F(rounds, INT, "learn rounds the mock coordinator sent")                                            \
+    F(merges, INT, "merged learn results the mock coordinator recomputed from the dumps")               \
+    F(sums, INT, "get-data batch sizes the mock coordinator checked against the dumps")
 
 typedef enum {
 #define EVT_X_FIELD_ENUM(fname, type, doc) EVT_F_##fname,
@@ -127,12 +132,16 @@ typedef enum {
       "one exchange with the operator server ended")                                                   \
     E(operator_request, EVF(method) | EVF(path) | EVF(http_status) | EVF(kind),                         \
       "the mock operator answered a request (kind: the fault applied, or null)")                       \
-    E(fault_fired, EVF(learner) | EVF(label) | EVF(kind) | EVF(name) | EVF(count) | EVF(reason),       \
-      "a mock applied an injected fault (name: the task it hit, or null)")                             \
-    E(master_connected, EVF(learner) | EVF(master),                                                     \
+    E(fault_fired, EVF(learner) | EVF(label) | EVF(kind) | EVF(name) | EVF(count) | EVF(fault) |        \
+                       EVF(reason),                                                                     \
+      "a mock applied an injected fault (name: the task it hit, or null; learner null: the process)")   \
+    E(master_connected, EVF(learner) | EVF(label) | EVF(master),                                        \
       "seen from a slave: a master's /connect was accepted")                                           \
-    E(master_lost, EVF(learner) | EVF(master) | EVF(reason),                                            \
+    E(master_lost, EVF(learner) | EVF(label) | EVF(master) | EVF(reason) | EVF(cause),                  \
       "seen from a slave: the master disconnected or stopped answering heartbeats")                    \
+    E(dumps_checked, EVF(learners) | EVF(rounds) | EVF(merges) | EVF(sums),                             \
+      "the mock coordinator checked the learners' dumps against what it sent and got (failures: in "    \
+      "its summary)")                                                                                   \
     E(shutdown, EVF(signal) | EVF(reason), "the process is stopping")
 
 /* The words of the "cause" field: one list, so that a program (the runner,
@@ -210,6 +219,24 @@ typedef struct {
                             to events as they happen) */
     const cJSON *config; /* the "started" line's config (borrowed), or NULL */
 } evt_opts;
+
+/* The flags every executable takes for its events (the same in each):
+ * EVT_CLI_HELP is their --help text. evt_cli_flag() handles one of them:
+ * flag is "--events", "--events-max-bytes", "--events-flush-ms" (these take
+ * value) or "--events-each-line" (no value; value ignored). Returns 1 when
+ * it was one of them, 0 when it is not, -1 with err for a bad value. The
+ * path is borrowed from value. */
+#define EVT_CLI_HELP                                                                                    \
+    "  --events FILE           write what happens as typed JSON lines (docs/events.md)\n"               \
+    "  --events-max-bytes N    cap on FILE and its rotated FILE.1 together (default 64 MiB,\n"          \
+    "                          at least 4096)\n"                                                        \
+    "  --events-flush-ms MS    pending event lines are written within MS (default 1000)\n"              \
+    "  --events-each-line      write every event line at once (for a runner that follows\n"             \
+    "                          the file as it grows)\n"
+int evt_cli_flag(evt_opts *o, const char *flag, const char *value, char *err, size_t errlen);
+/* Whether an events flag takes a value (false for --events-each-line and
+ * for flags that are not events flags). */
+bool evt_cli_takes_value(const char *flag);
 
 /* Opens the sink and writes the "started" line. loop drives the periodic
  * flush (NULL: every line is written at once). -1 with err if the file

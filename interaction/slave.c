@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt.h"
 #include "hc.h"
 #include "ilog.h"
 #include "jsonx.h"
@@ -18,6 +19,7 @@ struct slave {
     ev_loop *loop;
     slave_config cfg;
     char *name;
+    char *ev_learner, *ev_label; /* events' learner and label, or NULL */
     slave_callbacks cbs;
     void *ud;
     hs_server *http;
@@ -299,7 +301,7 @@ static void refuse_connect(slave *s, hs_request *r, const char *what, const char
 }
 
 static void hb_schedule(slave *s, long delay_ms);
-static void master_lost(slave *s, const char *why);
+static void master_lost(slave *s, const char *why, evt_cause cause);
 
 static void on_hb_reply(void *data, const hc_result *res)
 {
@@ -323,13 +325,13 @@ static void on_hb_reply(void *data, const hc_result *res)
      * master may not have registered us yet (the reference registers the
      * connection after its /connect returns): count it as a failure. */
     if (!res->error && (res->status == 403 || res->status == 400) && s->hb_answered) {
-        master_lost(s, why);
+        master_lost(s, why, EVT_CAUSE_rejected);
         return;
     }
     s->hb_failures++;
     LOG_WARN(s->name, "%s (%d/%d)", why, s->hb_failures, s->cfg.heartbeat_fail_limit);
     if (s->hb_failures >= s->cfg.heartbeat_fail_limit)
-        master_lost(s, why);
+        master_lost(s, why, res->error ? EVT_CAUSE_connection_lost : EVT_CAUSE_http_status);
 }
 
 static void send_heartbeat(slave *s)
@@ -391,9 +393,11 @@ static void forget_master(slave *s)
     s->hb_failures = 0;
 }
 
-static void master_lost(slave *s, const char *why)
+static void master_lost(slave *s, const char *why, evt_cause cause)
 {
     LOG_WARN(s->name, "master lost: %s", why);
+    EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
+             .reason = why, .cause = evt_cause_name(cause));
     forget_master(s);
     if (s->cbs.on_master_lost)
         s->cbs.on_master_lost(s->ud, why);
@@ -524,6 +528,7 @@ static void do_connect(slave *s, hs_request *r)
     char red[16];
     LOG_INFO(s->name, "connected to master %s (token %s)", s->master_address,
              ilog_redact_token(s->master_token, red, sizeof red));
+    EVT_EMIT(master_connected, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address);
     cJSON_Delete(j);
     reply_msg(r, 200, true, 0, "Connect success.");
     hb_schedule(s, 0);
@@ -541,6 +546,8 @@ static void do_disconnect(slave *s, hs_request *r)
     if (apply_verdict(r, &v, PROTO_SLAVE_DISCONNECTION_REFUSED))
         return;
     LOG_INFO(s->name, "disconnected by master %s", s->master_address);
+    EVT_EMIT(master_lost, .learner = s->ev_learner, .label = s->ev_label, .master = s->master_address,
+             .reason = "disconnected by the master", .cause = evt_cause_name(EVT_CAUSE_disconnected));
     forget_master(s);
     reply_msg(r, 200, true, 0, "Disconnect success.");
     if (s->cbs.on_master_lost)
@@ -730,6 +737,10 @@ slave *slave_new(ev_loop *loop, const slave_config *cfg, const slave_callbacks *
         free(s);
         return NULL;
     }
+    s->ev_learner = cfg->event_learner ? xstrdup(cfg->event_learner) : NULL;
+    s->ev_label = cfg->event_label ? xstrdup(cfg->event_label) : NULL;
+    s->cfg.event_learner = s->ev_learner;
+    s->cfg.event_label = s->ev_label;
     return s;
 }
 
@@ -742,6 +753,8 @@ void slave_free(slave *s)
         hs_stop(s->http);
     hc_free(s->client);
     free(s->name);
+    free(s->ev_learner);
+    free(s->ev_label);
     free(s);
 }
 

@@ -57,6 +57,12 @@ bool slave_host_is_loopback(const char *host);
 
 typedef struct {
     const char *name;        /* for logs, e.g. "learner3" */
+    const char *event_learner; /* master_connected / master_lost events: their
+                                  "learner" (the id the master knows this
+                                  slave by; NULL: null) and "label" (the
+                                  embedder's own name for it; NULL: null).
+                                  Copied. */
+    const char *event_label;
     hs_config http;          /* where to listen (and limits) */
     int channel;             /* the slave's channel (default 0) */
     long heartbeat_span_ms;  /* default 3000, minimum 200 unless tests

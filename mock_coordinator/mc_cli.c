@@ -35,6 +35,7 @@ void mc_cli_usage(FILE *out)
           "  --no-close              do not send learner_close_task\n"
           "  --log-level L           debug|info|warn|error|off (info), to stderr\n"
           "  --log-format F          human|json (human)\n"
+          EVT_CLI_HELP
           "  --help, --version\n",
           out);
 }
@@ -121,6 +122,10 @@ mc_cli_action mc_cli_parse(int argc, char **argv, mc_config *cfg, char *err, siz
             cfg->no_close = true;
             continue;
         }
+        if (strcmp(arg, "--events-each-line") == 0) {
+            cfg->events.each_line = true;
+            continue;
+        }
         char flag[64];
         const char *val = NULL;
         const char *eq = strchr(arg, '=');
@@ -132,6 +137,7 @@ mc_cli_action mc_cli_parse(int argc, char **argv, mc_config *cfg, char *err, siz
         bool known = false;
         for (const char *const *k = with_value; *k; k++)
             known |= strcmp(*k, flag) == 0;
+        known |= evt_cli_takes_value(flag);
         if (!known) {
             if (strcmp(flag, "--no-close") == 0)
                 return usage_err(err, errlen, "--no-close", "takes no value");
@@ -145,6 +151,12 @@ mc_cli_action mc_cli_parse(int argc, char **argv, mc_config *cfg, char *err, siz
             val = argv[++i];
         }
         long v;
+        char eerr[256];
+        int ev = evt_cli_flag(&cfg->events, flag, val, eerr, sizeof eerr);
+        if (ev < 0)
+            return usage_err(err, errlen, flag, "%s", eerr + strlen(flag) + 2);
+        if (ev > 0)
+            continue;
         if (strcmp(flag, "--connect") == 0) {
             if (!parse_hostport(val, cfg))
                 return usage_err(err, errlen, flag, "\"%.200s\" is not HOST:PORT (port 1-65535; IPv6 as [::1]:PORT)",

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "evt.h"
 #include "ilog.h"
 
 #define MC_DUMPS_MAX 256
@@ -43,6 +44,7 @@ typedef struct {
     bool no_close;
     ilog_level log_level;   /* default info */
     ilog_format log_format;
+    evt_opts events;        /* --events* (path NULL: none) */
 } mc_config;
 
 typedef enum { MC_CLI_RUN, MC_CLI_HELP, MC_CLI_VERSION, MC_CLI_USAGE } mc_cli_action;

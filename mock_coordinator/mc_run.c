@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ev.h"
+#include "evt.h"
 #include "ilog.h"
 #include "jsonx.h"
 #include "master.h"
@@ -50,6 +51,8 @@ typedef struct {
     char *message;
     cJSON *result;
     unsigned long round;  /* learn round (1-based) or 0 */
+    char *id;             /* the task's id once sent, else NULL */
+    long items;           /* learn items sent; -1: none */
 } task_rec;
 
 /* A learn round that was sent. */
@@ -134,6 +137,7 @@ static task_rec *new_rec(run *r, size_t index)
     memset(t, 0, sizeof *t);
     t->index = index;
     t->spec = &r->script->tasks[index];
+    t->items = -1;
     return t;
 }
 
@@ -148,6 +152,8 @@ static void evaluate(run *r, size_t ri)
 {
     task_rec *t = &r->recs[ri];
     const mcs_task *s = t->spec;
+    EVT_EMIT(task_done, .name = s->name, .id = t->id, .status = t->status, .message = t->message,
+             .latency_ms = t->latency_ms);
     size_t before = mc_fail_count(&r->fails);
     char *lb = label(t);
     const char *want = mcs_status_name(s->expect.status);
@@ -264,6 +270,7 @@ static char *build_data(run *r, task_rec *t, size_t *len, char *why, size_t whyl
             return NULL;
         }
         t->round = r->nrounds + 1;
+        t->items = n;
         items = mci_build(t->round, (size_t)n, r->cfg->seed, r->cfg->item_size);
         set_member(d, "data", items);
     }
@@ -347,6 +354,8 @@ static void send_task(run *r, size_t index)
         schedule_next(r);
         return;
     }
+    t->id = xstrdup(master_task_id(mt));
+    EVT_EMIT(task_sent, .name = t->spec->name, .id = t->id, .items = t->items);
     r->pending = mt;
     r->pending_rec = ri;
     set_state(r, ST_TASK);
@@ -476,6 +485,7 @@ static void on_signal(ev_loop *loop, int signum, void *data)
     r->signum = signum;
     const char *sig = signum == SIGINT ? "SIGINT" : "SIGTERM";
     LOG_WARN(NULL, "%s: ending the run", sig);
+    EVT_EMIT(shutdown, .signal = sig, .reason = "a signal ends the run");
     if (r->pending) {
         task_rec *t = &r->recs[r->pending_rec];
         master_task_cancel(r->pending);
@@ -536,6 +546,8 @@ static void check_dumps(run *r)
     LOG_INFO(NULL, "dumps: %zu learner%s, %zu learn round%s sent, %zu merge%s and %zu get-data sum%s checked",
              mcd_learner_count(d), mcd_learner_count(d) == 1 ? "" : "s", n, n == 1 ? "" : "s", merged,
              merged == 1 ? "" : "s", gd, gd == 1 ? "" : "s");
+    EVT_EMIT(dumps_checked, .learners = (int64_t)mcd_learner_count(d), .rounds = (int64_t)n,
+             .merges = (int64_t)merged, .sums = (int64_t)gd);
     mcd_views_free(views, n);
     free(views);
     free(outs);
@@ -607,6 +619,16 @@ int mc_run_main(const mc_config *cfg, const mcs_script *script, bool script_mode
     }
     ev_signal(r.loop, SIGTERM, on_signal, &r);
     ev_signal(r.loop, SIGINT, on_signal, &r);
+    evt_opts eo = cfg->events;
+    eo.process = "mock_coordinator";
+    char eerr[512];
+    if (evt_init(r.loop, &eo, eerr, sizeof eerr) < 0) {
+        mc_fail_add(&r.fails, "--events: %s", eerr);
+        print_summary(&r, out);
+        ev_loop_free(r.loop);
+        mc_fail_free(&r.fails);
+        return 1;
+    }
     master_config mc;
     master_config_init(&mc);
     mc.http.host = cfg->host;
@@ -639,7 +661,9 @@ int mc_run_main(const mc_config *cfg, const mcs_script *script, bool script_mode
         ev_timer_stop(r.loop, r.timer);
     master_free(r.m);
     ev_loop_free(r.loop);
+    evt_close();
     for (size_t i = 0; i < r.nrecs; i++) {
+        free(r.recs[i].id);
         free(r.recs[i].message);
         cJSON_Delete(r.recs[i].result);
     }

@@ -77,11 +77,11 @@ static void apply_now(control *c, const fault_now *now, size_t nnow)
 {
     for (size_t i = 0; i < nnow; i++) {
         if (now[i].learner >= 0) {
-            learner_apply(c->learners[now[i].learner], now[i].kind, now[i].ms, false);
+            learner_apply(c->learners[now[i].learner], now[i].kind, now[i].ms, false, now[i].id);
             continue;
         }
         for (int k = 0; k < c->count; k++)
-            learner_apply(c->learners[k], now[i].kind, now[i].ms, false);
+            learner_apply(c->learners[k], now[i].kind, now[i].ms, false, now[i].id);
     }
 }
 

@@ -495,7 +495,7 @@ int fault_set_add(fault_set *fs, const cJSON *spec, bool at_start, fault_now *no
         if (acts_at_once(f)) {
             f->spent = true;
             f->fired = 1;
-            now[(*nnow)++] = (fault_now){f->kind, f->learner, f->ms};
+            now[(*nnow)++] = (fault_now){f->kind, f->learner, f->ms, f->id};
         }
     }
     free(tmp);
@@ -545,6 +545,12 @@ void fault_set_plan(fault_set *fs, int learner, const char *name, unsigned long 
         if (f->has_prob && !(draw(fs, f, learner, name, n) < f->prob))
             continue;
         f->fired++;
+        if (out->nhits < FAULT_PLAN_HITS) {
+            out->hits[out->nhits].kind = f->kind;
+            out->hits[out->nhits].id = f->id;
+            out->hits[out->nhits++].count = f->fired;
+        } else
+            out->nhits_more++;
         if (off < sizeof out->fired)
             off += (size_t)snprintf(out->fired + off, sizeof out->fired - off, "%s%s#%d", off ? " " : "",
                                     kind_names[f->kind], f->id);

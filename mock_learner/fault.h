@@ -49,6 +49,7 @@
 #define FAULT_MAX 1024           /* faults installed at once */
 #define FAULT_MAX_MS 86400000L   /* longest delay of any kind: one day */
 #define FAULT_NAME_MAX 128       /* longest task name in a fault */
+#define FAULT_PLAN_HITS 32       /* faults of one task told one by one */
 
 #define FAULT_KINDS(X)                                                                                  \
     X(SLOW_JOIN, "slow_join", "{\"after_ms\": T}: listen only T ms after start (default 1000); "         \
@@ -115,6 +116,7 @@ typedef struct {
     fault_kind kind;
     int learner; /* index, or -1 for every learner */
     long ms;     /* slow_join after_ms, drop back_after_ms; else 0 */
+    int id;      /* the fault's id (for its fault_fired event) */
 } fault_now;
 
 /* Validates a fault object (or a JSON list of them: all or none are added)
@@ -162,6 +164,13 @@ typedef struct {
     bool wrong_batch;
     bool pause_heartbeats;
     char fired[256];    /* "fail#3 delay#4" for logs; empty if none */
+    struct {            /* each fault that fired, for its fault_fired event */
+        fault_kind kind;
+        int id;
+        unsigned long count; /* its firings so far, this one included */
+    } hits[FAULT_PLAN_HITS];
+    size_t nhits;       /* at most FAULT_PLAN_HITS (more are only counted) */
+    size_t nhits_more;
 } fault_plan;
 
 /* The plan for the n_name-th task named `name` (n_all-th task of any name)

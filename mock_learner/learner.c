@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "evt.h"
 #include "ilog.h"
 #include "jsonx.h"
 #include "slave.h"
@@ -38,6 +39,7 @@ typedef struct {
     bool hung;
     bool complete; /* normal report: complete, else fail */
     bool learn_ok; /* a valid learn task: the iteration advances */
+    uint64_t t0_us; /* received */
     unsigned long learn_n; /* a learn task: its number on this learner (1-based); else 0 */
     cJSON *result; /* the learner's own result */
     fault_plan plan;
@@ -47,6 +49,8 @@ struct learner {
     learner_env env;
     int index;
     char *id;
+    char *label;
+    char *ev_id; /* its events' "learner" */
     int port;
     int batch_size;
     long learn_time_ms;
@@ -296,6 +300,7 @@ static void on_work_done(ev_loop *loop, void *data)
     if (w->plan.crash_during) {
         LOG_ERROR(l->id, "crash fault: exiting with code %d while working on task %s (%s)", CRASH_EXIT_CODE, w->id,
                   w->name);
+        evt_flush();
         _exit(CRASH_EXIT_CODE);
     }
     cJSON *res = w->result;
@@ -310,6 +315,9 @@ static void on_work_done(ev_loop *loop, void *data)
         res = make_bad(w->name, res);
     }
     char *text = jsonx_print(res);
+    char msg[256] = "";
+    if (!complete && cJSON_IsObject(res) && jsonx_get_str(res, "message"))
+        snprintf(msg, sizeof msg, "%s", jsonx_get_str(res, "message"));
     const char *path = complete ? "/slave/task/complete" : "/slave/task/fail";
     int rc;
     const char *kind;
@@ -327,10 +335,20 @@ static void on_work_done(ev_loop *loop, void *data)
         dump_result(l->env.dump, l->id, w->id, w->name, w->learn_n, kind, text);
         rc = complete ? slave_task_complete(l->slave, w->id, res) : slave_task_fail(l->slave, w->id, res);
     }
-    if (rc < 0)
+    if (rc < 0) {
         LOG_WARN(l->id, "task %s (%s): the %s report could not be sent", w->id, w->name, kind);
-    else
+    } else {
         LOG_DEBUG(l->id, "task %s (%s): %s report sent", w->id, w->name, kind);
+        if (w->plan.report == REPORT_MALFORMED || w->plan.report == REPORT_TRUNCATED)
+            snprintf(msg, sizeof msg, "a %s report was sent", kind);
+        EVT_EMIT(task_done, .learner = l->ev_id, .name = w->name, .id = w->id,
+                 .status = complete ? "completed" : "failed", .message = msg[0] ? msg : NULL,
+                 .cause = w->plan.report == REPORT_MALFORMED   ? "malformed"
+                          : w->plan.report == REPORT_TRUNCATED ? "truncated"
+                          : complete                           ? NULL
+                                                               : "reported_failure",
+                 .latency_ms = (double)(ev_now_us() - w->t0_us) / 1000.0);
+    }
     if (w->learn_ok && w->plan.report != REPORT_FAIL)
         l->iter++;
     free(text);
@@ -413,6 +431,14 @@ static void on_shutdown(void *ud)
     defer_go(l, FK_DIE, 0, "/shutdown was requested");
 }
 
+/* One fault_fired event (name: the task it hit, or NULL). */
+static void fault_fired(const learner *l, fault_kind kind, int id, unsigned long count, const char *name,
+                        const char *reason)
+{
+    EVT_EMIT(fault_fired, .learner = l->ev_id, .label = l->label, .kind = fault_kind_name(kind), .name = name,
+             .count = (int64_t)count, .fault = id, .reason = reason);
+}
+
 static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verdict *v)
 {
     learner *l = ud;
@@ -427,8 +453,19 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
                  n_all, plan.fired);
     else
         LOG_DEBUG(l->id, "task %s (%.64s)", task_id, cname);
+    const cJSON *items = name && strcmp(name, "learner_learn_task") == 0 ? jsonx_get(data, "data") : NULL;
+    EVT_EMIT(task_received, .learner = l->ev_id, .name = cname, .id = task_id,
+             .items = cJSON_IsArray(items) ? cJSON_GetArraySize(items) : -1);
+    for (size_t i = 0; i < plan.nhits; i++)
+        fault_fired(l, plan.hits[i].kind, plan.hits[i].id, plan.hits[i].count, cname,
+                    plan.hits[i].kind == FK_CRASH ? (plan.crash_before ? "the process exits before answering"
+                                                                       : "the process exits during the task")
+                                                  : NULL);
+    if (plan.nhits_more)
+        LOG_WARN(l->id, "task %s: %zu more faults fired than its events tell", task_id, plan.nhits_more);
     if (plan.crash_before) {
         LOG_ERROR(l->id, "crash fault: exiting with code %d before answering /task/new", CRASH_EXIT_CODE);
+        evt_flush();
         _exit(CRASH_EXIT_CODE);
     }
     if (plan.pause_heartbeats)
@@ -458,6 +495,7 @@ static void on_task(void *ud, const char *task_id, const cJSON *data, slave_verd
     }
     w->id = xstrdup(task_id);
     w->name = xstrdup(cname);
+    w->t0_us = ev_now_us();
     w->result = answer(l, name, data, &plan, &w->complete, &w->learn_ok, &work_ms);
     cJSON_Delete(own);
     w->plan = plan;
@@ -480,6 +518,8 @@ static int start_listening(learner *l, char *err, size_t errlen)
     slave_config sc;
     slave_config_init(&sc);
     sc.name = l->id;
+    sc.event_learner = l->ev_id;
+    sc.event_label = l->label;
     sc.http.host = l->env.host;
     sc.http.listen_fd = l->fd;
     sc.channel = l->env.channel;
@@ -576,6 +616,26 @@ static void go(learner *l, lstate to, long hold_ms, const char *why)
         LOG_INFO(l->id, "%s -> %s: %s", state_names[from], state_names[to], why);
 }
 
+/* The events' "learner": fmt with {id} and {port} replaced; NULL: the id. */
+static char *event_id(const char *fmt, const char *id, int port)
+{
+    if (!fmt)
+        return xstrdup(id);
+    xbuf b = {0};
+    for (const char *p = fmt; *p;) {
+        if (strncmp(p, "{id}", 4) == 0) {
+            xbuf_puts(&b, id);
+            p += 4;
+        } else if (strncmp(p, "{port}", 6) == 0) {
+            xbuf_printf(&b, "%d", port);
+            p += 6;
+        } else {
+            xbuf_append(&b, p++, 1);
+        }
+    }
+    return xbuf_take(&b);
+}
+
 /* ---- API ---- */
 
 learner *learner_new(const learner_env *env, const learner_config *cfg, char *err, size_t errlen)
@@ -588,6 +648,8 @@ learner *learner_new(const learner_env *env, const learner_config *cfg, char *er
     l->env = *env;
     l->index = cfg->index;
     l->id = xstrdup(cfg->id);
+    l->label = xstrdup(cfg->label ? cfg->label : cfg->id);
+    l->ev_id = event_id(cfg->event_id, cfg->id, port);
     l->port = port;
     l->batch_size = cfg->batch_size;
     l->learn_time_ms = cfg->learn_time_ms;
@@ -613,6 +675,8 @@ void learner_free(learner *l)
     cJSON_Delete(l->buffer_id);
     cJSON_Delete(l->prio);
     free(l->id);
+    free(l->label);
+    free(l->ev_id);
     free(l);
 }
 
@@ -648,8 +712,9 @@ int learner_start(learner *l, char *err, size_t errlen)
     return 0;
 }
 
-void learner_apply(learner *l, fault_kind kind, long ms, bool at_start)
+void learner_apply(learner *l, fault_kind kind, long ms, bool at_start, int fault_id)
 {
+    fault_fired(l, kind, fault_id, 1, NULL, at_start ? "at start-up" : "at once");
     switch (kind) {
     case FK_SLOW_JOIN:
         go(l, LS_HELD, ms, "slow_join fault");

@@ -48,7 +48,10 @@ typedef struct {
 
 typedef struct {
     int index;
-    const char *id;          /* "learner3" (copied) */
+    const char *id;          /* "learner3" (copied): its events' "learner" */
+    const char *label;       /* its events' "label" (copied; NULL: the id) */
+    const char *event_id;    /* its events' "learner": {id} and {port} are
+                                replaced (NULL: the id) */
     int port;                /* 0: any free port */
     int batch_size;
     long learn_time_ms;
@@ -69,8 +72,9 @@ bool learner_dead(const learner *l);
 int learner_start(learner *l, char *err, size_t errlen);
 
 /* Applies a state fault at once (fault_now of fault_set_add): slow_join,
- * refuse, die, drop, no_heartbeat. at_start: before learner_start(). */
-void learner_apply(learner *l, fault_kind kind, long ms, bool at_start);
+ * refuse, die, drop, no_heartbeat. at_start: before learner_start().
+ * fault_id: the fault's id, for its fault_fired event. */
+void learner_apply(learner *l, fault_kind kind, long ms, bool at_start, int fault_id);
 /* Lifts what faults hold: a HELD learner listens now, paused heartbeats
  * resume. DEAD stays DEAD; a task that hangs stays hung. */
 void learner_lift(learner *l);

@@ -11,6 +11,7 @@
 #include "control.h"
 #include "dump.h"
 #include "ev.h"
+#include "evt.h"
 #include "fault.h"
 #include "ilog.h"
 #include "jsonx.h"
@@ -36,6 +37,8 @@ static void on_signal(ev_loop *loop, int signum, void *data)
 {
     (void)data;
     LOG_INFO(NULL, "signal %d: stopping", signum);
+    EVT_EMIT(shutdown, .signal = signum == SIGTERM ? "SIGTERM" : signum == SIGINT ? "SIGINT" : NULL,
+             .reason = "a signal");
     ev_stop(loop);
 }
 
@@ -60,6 +63,7 @@ static void app_free(app *a)
     free(a->learners);
     fault_set_free(a->faults);
     dump_close(a->dump);
+    evt_close();
     if (a->loop)
         ev_loop_free(a->loop);
     opts_free(&a->o);
@@ -141,6 +145,11 @@ int main(int argc, char **argv)
         LOG_ERROR(NULL, "cannot create the event loop: %s", strerror(errno));
         goto out;
     }
+    a.o.events.process = "mock_learner";
+    if (evt_init(a.loop, &a.o.events, err, sizeof err) < 0) {
+        LOG_ERROR(NULL, "--events: %s", err);
+        goto out;
+    }
     if (a.o.dump_path && !(a.dump = dump_open(a.o.dump_path, err, sizeof err))) {
         LOG_ERROR(NULL, "--dump: %s", err);
         goto out;
@@ -156,11 +165,15 @@ int main(int argc, char **argv)
     };
     a.learners = xcalloc((size_t)a.o.count, sizeof *a.learners);
     for (int k = 0; k < a.o.count; k++) {
-        char id[OPTS_PREFIX_MAX + 16];
+        char id[OPTS_PREFIX_MAX + 16], label[OPTS_PREFIX_MAX + 16];
         snprintf(id, sizeof id, "%s%d", a.o.id_prefix, a.o.id_base + k);
+        if (a.o.label_prefix)
+            snprintf(label, sizeof label, "%s%d", a.o.label_prefix, k);
         learner_config lc = {
             .index = k,
             .id = id,
+            .label = a.o.label_prefix ? label : NULL,
+            .event_id = a.o.events_learner,
             .port = a.o.base_port ? a.o.base_port + k : 0,
             .batch_size = a.o.batch_sizes[k],
             .learn_time_ms = a.o.learn_times_ms[k],
@@ -175,7 +188,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < nnow; i++)
         for (int k = 0; k < a.nlearners; k++)
             if (now[i].learner < 0 || now[i].learner == k)
-                learner_apply(a.learners[k], now[i].kind, now[i].ms, true);
+                learner_apply(a.learners[k], now[i].kind, now[i].ms, true, now[i].id);
     for (int k = 0; k < a.nlearners; k++)
         if (learner_start(a.learners[k], err, sizeof err) < 0) {
             LOG_ERROR(NULL, "%s", err);

@@ -18,6 +18,7 @@
 enum {
     O_COUNT = 256, O_BASE_PORT, O_HOST, O_BATCH, O_BATCHES, O_LEARN, O_LEARNS, O_CONTROL, O_CHANNEL, O_HB,
     O_PREFIX, O_ID_BASE, O_ALLOW_MASTER, O_DUMP, O_SEED, O_FAULT, O_LEVEL, O_FORMAT, O_HELP, O_VERSION,
+    O_LABEL, O_EVENTS, O_EVENTS_LEARNER,
 };
 
 static const struct option long_opts[] = {
@@ -34,6 +35,12 @@ static const struct option long_opts[] = {
     {"id-prefix", required_argument, NULL, O_PREFIX},
     {"id-base", required_argument, NULL, O_ID_BASE},
     {"allow-master", required_argument, NULL, O_ALLOW_MASTER},
+    {"label-prefix", required_argument, NULL, O_LABEL},
+    {"events", required_argument, NULL, O_EVENTS},
+    {"events-max-bytes", required_argument, NULL, O_EVENTS},
+    {"events-flush-ms", required_argument, NULL, O_EVENTS},
+    {"events-each-line", no_argument, NULL, O_EVENTS},
+    {"events-learner", required_argument, NULL, O_EVENTS_LEARNER},
     {"dump", required_argument, NULL, O_DUMP},
     {"seed", required_argument, NULL, O_SEED},
     {"fault", required_argument, NULL, O_FAULT},
@@ -78,12 +85,17 @@ void opts_help(FILE *out)
             "                          address (an IP literal) outside the list, is refused\n"
             "                          with 403 (code 503). Default: anyone, with a warning\n"
             "                          when --host is not loopback\n"
+            "  --label-prefix S        learner k's label in events is <S>k (default: its id)\n"
             "  --dump FILE             append JSON lines: each learn data item received and each\n"
             "                          result sent\n"
             "  --seed S                seed of the fault draws (\"prob\"; default 0)\n"
             "  --fault JSON            a fault object (repeatable; see below)\n"
             "  --log-level L           debug, info, warn, error or off (default info)\n"
             "  --log-format F          human or json (default human)\n"
+            EVT_CLI_HELP
+            "  --events-learner FMT    the \"learner\" of its events: FMT with {id} and {port}\n"
+            "                          replaced (default {id}); the id the aggregator knows it\n"
+            "                          by, e.g. {id}.localhost:{port} when an operator lists it\n"
             "  --help                  this text\n"
             "  --version               the version\n"
             "\n"
@@ -197,7 +209,8 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
     opterr = 0;
     optind = 1;
     int c;
-    while ((c = getopt_long(argc, argv, ":", long_opts, NULL)) != -1) {
+    int li = 0;
+    while ((c = getopt_long(argc, argv, ":", long_opts, &li)) != -1) {
         const char *flag = optind > 1 ? argv[optind - 1] : "?";
         switch (c) {
         case O_COUNT:
@@ -288,6 +301,27 @@ int opts_parse(opts *o, int argc, char **argv, char *err, size_t errlen)
         case O_FAULT:
             o->faults[o->nfaults++] = optarg;
             break;
+        case O_LABEL:
+            if (!*optarg || strlen(optarg) > OPTS_PREFIX_MAX) {
+                snprintf(err, errlen, "--label-prefix: '%.80s' must be 1..%d characters", optarg, OPTS_PREFIX_MAX);
+                return -1;
+            }
+            o->label_prefix = optarg;
+            break;
+        case O_EVENTS_LEARNER:
+            if (!*optarg || strlen(optarg) > OPTS_PREFIX_MAX) {
+                snprintf(err, errlen, "--events-learner: '%.80s' must be 1..%d characters", optarg, OPTS_PREFIX_MAX);
+                return -1;
+            }
+            o->events_learner = optarg;
+            break;
+        case O_EVENTS: {
+            char name[32];
+            snprintf(name, sizeof name, "--%s", long_opts[li].name);
+            if (evt_cli_flag(&o->events, name, optarg, err, errlen) < 0)
+                return -1;
+            break;
+        }
         case O_LEVEL:
             if (!ilog_parse_level(optarg, &o->log_level)) {
                 snprintf(err, errlen, "--log-level: '%.64s' is not one of debug, info, warn, error, off", optarg);

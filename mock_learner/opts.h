@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "evt.h"
 #include "ilog.h"
 
 #define OPTS_MAX_COUNT 10000
@@ -30,6 +31,10 @@ typedef struct {
     long heartbeat_span_ms;   /* 3000 */
     const char *id_prefix;    /* "learner" */
     int id_base;              /* learner k is <id_prefix><id_base + k> */
+    const char *label_prefix; /* learner k's label is <label_prefix>k; NULL: its id */
+    evt_opts events;          /* --events* (path NULL: none) */
+    const char *events_learner; /* the events' "learner": {id} and {port}
+                                   replaced; NULL: the id */
     const char *dump_path;    /* NULL: no dump */
     struct slave_allow *allow_master; /* --allow-master (owned); NULL: anyone */
     uint64_t seed;

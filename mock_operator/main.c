@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "ev.h"
+#include "evt.h"
 #include "ilog.h"
 #include "mo_cli.h"
 #include "mo_registry.h"
@@ -19,6 +20,7 @@ static void on_signal(ev_loop *loop, int signum, void *data)
 {
     (void)data;
     LOG_INFO(NULL, "%s received, stopping", signum == SIGTERM ? "SIGTERM" : "SIGINT");
+    EVT_EMIT(shutdown, .signal = signum == SIGTERM ? "SIGTERM" : "SIGINT", .reason = "a signal");
     ev_stop(loop);
 }
 
@@ -65,6 +67,14 @@ int main(int argc, char **argv)
         mo_cli_release(&o);
         return 1;
     }
+    o.events.process = "mock_operator";
+    if (evt_init(loop, &o.events, err, sizeof err) < 0) {
+        LOG_ERROR(NULL, "--events: %s", err);
+        mo_registry_free(reg);
+        ev_loop_free(loop);
+        mo_cli_release(&o);
+        return 1;
+    }
     mo_server_config cfg = {.host = o.host,
                             .port = o.port,
                             .control_port = o.control_port,
@@ -74,6 +84,7 @@ int main(int argc, char **argv)
     mo_server *srv = mo_server_new(loop, &cfg, reg, err, sizeof err);
     if (!srv) {
         LOG_ERROR(NULL, "cannot start: %s", err);
+        evt_close();
         ev_loop_free(loop);
         mo_cli_release(&o);
         return 1;
@@ -88,6 +99,7 @@ int main(int argc, char **argv)
     if (rc)
         LOG_ERROR(NULL, "the event loop failed: %s", strerror(errno));
     mo_server_free(srv);
+    evt_close();
     ev_loop_free(loop);
     mo_cli_release(&o);
     return rc;

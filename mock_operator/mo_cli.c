@@ -43,6 +43,7 @@ void mo_cli_usage(FILE *out)
             "  --journal-limit N       requests kept in the journal, 1-%d (default %d)\n"
             "  --log-level L           debug|info|warn|error|off (default info)\n"
             "  --log-format F          human|json (default human)\n"
+            EVT_CLI_HELP
             "  --help                  print this help and exit\n"
             "  --version               print the version and exit\n"
             "\n"
@@ -189,6 +190,10 @@ int mo_cli_parse(int argc, char **argv, mo_options *o, FILE *out, char *err, siz
             fprintf(out, "mock_operator %s\n", DILEARN_VERSION);
             return MO_CLI_EXIT_OK;
         }
+        if (strcmp(arg, "--events-each-line") == 0) {
+            o->events.each_line = true;
+            continue;
+        }
         /* Every other flag takes a value: "--flag value" or "--flag=value". */
         char flag[64];
         const char *v;
@@ -207,7 +212,7 @@ int mo_cli_parse(int argc, char **argv, mo_options *o, FILE *out, char *err, siz
         size_t k = 0;
         while (k < sizeof known / sizeof known[0] && strcmp(flag, known[k]) != 0)
             k++;
-        if (k == sizeof known / sizeof known[0]) {
+        if (k == sizeof known / sizeof known[0] && !evt_cli_takes_value(flag)) {
             snprintf(err, errlen, "unknown option '%s' (see --help)", arg);
             mo_cli_release(o);
             return MO_CLI_USAGE;
@@ -220,6 +225,13 @@ int mo_cli_parse(int argc, char **argv, mo_options *o, FILE *out, char *err, siz
             }
             v = argv[++i];
         }
+        int evr = evt_cli_flag(&o->events, flag, v, err, errlen);
+        if (evr < 0) {
+            mo_cli_release(o);
+            return MO_CLI_USAGE;
+        }
+        if (evr > 0)
+            continue;
         unsigned long long n = 0;
         bool good = true;
         if (strcmp(flag, "--host") == 0) {

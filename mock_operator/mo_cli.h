@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "evt.h"
 #include "ilog.h"
 #include "mo_api.h"
 #include "mo_registry.h"
@@ -35,6 +36,7 @@ typedef struct {
     size_t journal_limit;
     ilog_level log_level;
     ilog_format log_format;
+    evt_opts events; /* --events* (path NULL: none) */
 } mo_options;
 
 enum { MO_CLI_RUN = 0, MO_CLI_EXIT_OK = 1, MO_CLI_USAGE = 2 };

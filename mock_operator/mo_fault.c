@@ -275,7 +275,7 @@ void mo_faults_take(mo_faults *f, const char *method, const char *path, mo_fault
         out->delay_ms = x->delay_ms;
         out->body = x->body ? xstrdup(x->body) : NULL;
         out->id = x->id;
-        x->applied++;
+        out->applied = ++x->applied;
         if (x->count > 0 && --x->count == 0)
             remove_at(f, i);
         return;
@@ -284,10 +284,15 @@ void mo_faults_take(mo_faults *f, const char *method, const char *path, mo_fault
 
 bool mo_faults_refusing(const mo_faults *f)
 {
+    return mo_faults_refuse_id(f) != 0;
+}
+
+uint64_t mo_faults_refuse_id(const mo_faults *f)
+{
     for (size_t i = 0; i < f->len; i++)
         if (f->items[i].kind == MO_FAULT_REFUSE)
-            return true;
-    return false;
+            return f->items[i].id;
+    return 0;
 }
 
 static cJSON *fault_json(const fault *x)

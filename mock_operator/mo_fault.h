@@ -59,6 +59,7 @@ typedef struct {
     long delay_ms;       /* >= 0: answer this much later */
     char *body;          /* GARBAGE: heap */
     uint64_t id;         /* the fault that applied */
+    unsigned long applied; /* its uses so far, this one included */
 } mo_fault_action;
 
 void mo_fault_action_release(mo_fault_action *a);
@@ -86,6 +87,8 @@ size_t mo_faults_count(const mo_faults *f);
 void mo_faults_take(mo_faults *f, const char *method, const char *path, mo_fault_action *out);
 /* Whether a refuse fault is active. */
 bool mo_faults_refusing(const mo_faults *f);
+/* The id of the refuse fault that holds the port closed, or 0. */
+uint64_t mo_faults_refuse_id(const mo_faults *f);
 
 /* [{"id","kind","status","delay_ms","count","applied","path","method","body"}...] */
 cJSON *mo_faults_to_json(const mo_faults *f);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "evt.h"
 #include "hs.h"
 #include "ilog.h"
 #include "mo_control.h"
@@ -81,6 +82,8 @@ static void answer(mo_server *s, hs_request *r, uint64_t seq, const mo_fault_act
         mo_reply_text(&rep, 200, "text/html; charset=utf-8", act->body ? act->body : "");
     }
     mo_journal_set_answer(s->journal, seq, rep.status, since_start(s), NULL);
+    EVT_EMIT(operator_request, .method = req.method, .path = req.path, .http_status = rep.status,
+             .kind = act->applies ? mo_fault_kind_name(act->kind) : NULL);
     LOG_DEBUG(NULL, "api #%" PRIu64 " %s %s from %s -> %d%s%s", seq, req.method, req.path,
               hs_peer(r), rep.status, act->applies ? " fault " : "",
               act->applies ? mo_fault_kind_name(act->kind) : "");
@@ -105,9 +108,14 @@ static void on_api(void *data, hs_request *r)
     uint64_t seq = mo_journal_add(s->journal, since_start(s), &req);
     mo_fault_action act;
     mo_faults_take(s->faults, req.method, req.path, &act);
-    mo_request_release(&req);
-    if (act.applies)
+    if (act.applies) {
         mo_journal_set_fault(s->journal, seq, mo_fault_kind_name(act.kind));
+        char what[300];
+        snprintf(what, sizeof what, "%.16s %.250s", req.method, req.path);
+        EVT_EMIT(fault_fired, .kind = mo_fault_kind_name(act.kind), .count = (int64_t)act.applied,
+                 .fault = (int64_t)act.id, .reason = what);
+    }
+    mo_request_release(&req);
     if (act.applies && act.delay_ms > 0) {
         pending *p = xcalloc(1, sizeof *p);
         p->srv = s;
@@ -201,6 +209,8 @@ static int set_listening(void *ud, bool listen, char *err, size_t errlen)
     } else if (!listen && s->api) {
         drop_pending(s, "dropped: the API port was closed by a refuse fault");
         stop_api(s);
+        EVT_EMIT(fault_fired, .kind = "refuse", .count = 1, .fault = (int64_t)mo_faults_refuse_id(s->faults),
+                 .reason = "the API port is closed");
         LOG_INFO(NULL, "API port %d closed (refuse fault)", s->port);
     }
     return 0;

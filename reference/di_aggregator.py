@@ -99,6 +99,21 @@ sys.path[:0] = [ROOT, os.path.join(HERE, "stand_ins")]
 
 from easydict import EasyDict  # noqa: E402
 
+# RFC 6761: every name under .localhost is loopback, but glibc without
+# nss-myhostname does not resolve them. The scenario runner names each
+# Kubernetes-mode learner <pod>.localhost (so that the mock operator tells
+# pods apart by host, as in a cluster); resolve those as the RFC says.
+_getaddrinfo = socket.getaddrinfo
+
+
+def _loopback_localhost(host, *args, **kwargs):
+    if isinstance(host, str) and host.endswith(".localhost"):
+        host = "127.0.0.1"
+    return _getaddrinfo(host, *args, **kwargs)
+
+
+socket.getaddrinfo = _loopback_localhost
+
 # ding/__init__.py and ding/utils/__init__.py import torch and most of the
 # library: bypass them with bare packages that point at the checkout.
 package("ding", os.path.join(ROOT, "ding"))

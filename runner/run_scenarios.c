@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "ev.h"
+#include "ilog.h"
 #include "sc_explore.h"
 #include "sc_proc.h"
 #include "sc_report.h"
@@ -43,6 +44,14 @@ static void usage(FILE *out)
           "                          mock_operator are (default: the build tree around run_scenarios)\n"
           "      --aggregator PATH   this aggregator executable (likewise --mock-learner,\n"
           "                          --mock-coordinator, --mock-operator)\n"
+          "      --log-level L       every process logs at L (debug, info, warn, error, off);\n"
+          "                          the runner reads their events, never their logs\n"
+          "      --aggregator-profile FILE\n"
+          "                          run the aggregator under test as FILE says (its command,\n"
+          "                          config, environment, readiness and what it offers;\n"
+          "                          docs/scenarios.md, \"Aggregator profiles\"; profiles/);\n"
+          "                          expectations that need what it does not offer are\n"
+          "                          reported as skipped. Default: ours, built in\n"
           "      --check             validate the scenarios, run nothing\n"
           "      --list              list the scenarios with their descriptions\n"
           "  -v, --verbose           the runner's own log on stderr as it runs\n"
@@ -76,7 +85,9 @@ typedef struct {
     int attempt; /* 1.. with --repeat or --seeds; 0: one run */
     sc_run *run;
     sc_result *unrun; /* not started (the runner was interrupted): owned */
-    int state;        /* 0 queued, 1 running, 2 done */
+    int state;        /* 0 queued, 1 running, 2 done, 3 not run: its profile
+                         lacks a variable (skip_why) */
+    char *skip_why;
 } job;
 
 typedef struct {
@@ -228,16 +239,16 @@ static void on_run_done(void *ud, sc_run *run)
     a->running--;
     a->done++;
     const sc_result *r = sc_run_result(run);
-    size_t ok = 0;
-    for (size_t i = 0; i < r->nchecks; i++)
-        ok += r->checks[i].ok;
+    char checks[48];
+    sc_report_checks_text(checks, sizeof checks, r);
     if (!r->passed)
         a->failed++;
     clear_progress(a);
-    printf("[%*zu/%zu] %-5s %-32s %6.2f s  seed %-6llu %zu/%zu checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
-           sc_outcome_word(r->outcome), r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, ok, r->nchecks);
+    printf("[%*zu/%zu] %-5s %-32s %6.2f s  seed %-6llu %s checks\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs,
+           sc_outcome_word(r->outcome), r->name, r->duration_ms / 1000.0, (unsigned long long)r->seed, checks);
     if (!r->passed)
         sc_report_failure(stdout, r);
+    sc_report_skipped(stdout, r);
     fflush(stdout);
     draw_progress(a);
     start_next(a);
@@ -248,9 +259,22 @@ static void start_next(app *a)
 {
     while (a->running < (size_t)a->max_jobs && a->next < a->njobs && !a->signalled) {
         job *j = &a->jobs[a->queue[a->next++]];
+        sc_run_opts o = a->opts;
+        if (!o.profile) /* --aggregator-profile overrides the scenario's */
+            o.profile = j->s->profile;
+        const char *missing = sc_profile_missing_env(o.profile);
+        if (missing) {
+            j->state = 3;
+            j->skip_why = xasprintf("not run: %s", missing);
+            a->done++;
+            a->failed++; /* never green while testing nothing */
+            clear_progress(a);
+            printf("[%*zu/%zu] %-5s %-32s %s\n", a->njobs >= 10 ? 2 : 1, a->done, a->njobs, "SKIP", j->s->name,
+                   j->skip_why);
+            continue;
+        }
         j->state = 1;
         a->running++;
-        sc_run_opts o = a->opts;
         if (j->has_seed) {
             o.has_seed = true;
             o.seed = j->seed;
@@ -310,7 +334,7 @@ static long weight(const sc_scenario *s)
 /* The command line. */
 typedef struct {
     int max_jobs;
-    const char *bin_dir, *out_dir, *junit, *html;
+    const char *bin_dir, *out_dir, *junit, *html, *profile, *log_level;
     const char *exe_over[4];
     bool check_only, list, verbose, quiet, has_seed, has_seeds;
     uint64_t seed, seed_lo, seed_hi;
@@ -397,6 +421,15 @@ static int value_flag(cli *c, const char *f, const char *val, bool *matched)
             return 2;
         }
         *(strcmp(f, "--max-seconds") == 0 ? &c->xo.max_seconds : &c->xo.shrink_seconds) = (double)n;
+    } else if (strcmp(f, "--log-level") == 0) {
+        ilog_level lv;
+        if (!ilog_parse_level(val, &lv)) {
+            fprintf(stderr, "run_scenarios: --log-level: \"%s\" is not debug, info, warn, error or off\n", val);
+            return 2;
+        }
+        c->log_level = val;
+    } else if (strcmp(f, "--aggregator-profile") == 0) {
+        c->profile = val;
     } else {
         *matched = false;
         for (int k = 0; k < 4; k++)
@@ -410,9 +443,11 @@ static int value_flag(cli *c, const char *f, const char *val, bool *matched)
 
 static bool takes_value(const char *f)
 {
-    static const char *const v[] = {"-j",        "--jobs",   "--seed",         "--seeds",        "--repeat",
-                                    "--filter",  "--out",    "--junit",        "--html",         "--bin-dir",
-                                    "--explore", "--runs",   "--shrink-tries", "--max-seconds", "--shrink-seconds"};
+    static const char *const v[] = {"-j",          "--jobs",           "--seed",        "--seeds",
+                                    "--repeat",    "--filter",         "--out",         "--junit",
+                                    "--html",      "--bin-dir",        "--aggregator-profile", "--log-level",
+                                    "--explore",   "--runs",           "--shrink-tries", "--max-seconds",
+                                    "--shrink-seconds"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (strcmp(f, v[i]) == 0)
             return true;
@@ -489,9 +524,10 @@ static int parse_args(int argc, char **argv, cli *c)
         fprintf(stderr, "run_scenarios: --explore takes its base scenario, not other paths (%s)\n", c->paths[0]);
         return 2;
     }
-    if (c->explore && (c->has_seeds || c->repeat > 1 || c->nfilters || c->check_only || c->list)) {
-        fprintf(stderr, "run_scenarios: --explore draws its own runs: --seeds, --repeat, --filter, --check and --list "
-                        "do not apply (--seed S seeds the exploration)\n");
+    if (c->explore && (c->has_seeds || c->repeat > 1 || c->nfilters || c->check_only || c->list || c->profile)) {
+        fprintf(stderr, "run_scenarios: --explore draws its own runs against our aggregator: --seeds, --repeat, "
+                        "--filter, --check, --list and --aggregator-profile do not apply (--seed S seeds the "
+                        "exploration)\n");
         return 2;
     }
     if (c->npaths == 0 && !c->explore) {
@@ -648,6 +684,8 @@ static char *replay_prefix(const cli *c, const char *argv0)
     for (int k = 0; k < 4; k++)
         if (c->exe_over[k])
             xbuf_printf(&rp, " %s %s", exe_flags[k], c->exe_over[k]);
+    if (c->profile)
+        xbuf_printf(&rp, " --aggregator-profile %s", c->profile);
     if (strcmp(c->out_dir, "out") != 0)
         xbuf_printf(&rp, " --out %s", c->out_dir);
     return xbuf_take(&rp);
@@ -712,7 +750,8 @@ static void run_all(app *a, const cli *c, size_t nsc)
     fflush(stdout);
     a->start_ms = ev_now_ms();
     start_next(a);
-    ev_run(a->loop);
+    if (a->running) /* none: every job was skipped */
+        ev_run(a->loop);
 }
 
 /* The JUnit and HTML reports; rc raised to 1 if one cannot be written. */
@@ -755,7 +794,8 @@ static int report_all(app *a, const cli *c)
         }
         uint64_t seed = j->has_seed ? j->seed : j->s->seed;
         char *replay = xasprintf("%s --seed %llu %s", a->opts.replay_prefix, (unsigned long long)seed, j->s->path);
-        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, why, 0);
+        j->unrun = sc_result_unrun(j->s->name, j->s->path, seed, replay, SC_SKIPPED, j->skip_why ? j->skip_why : why,
+                                   0);
         j->unrun->attempt = j->attempt;
         free(replay);
         res[i] = j->unrun;
@@ -826,13 +866,15 @@ static void free_jobs(app *a)
     for (size_t i = 0; i < a->njobs; i++) {
         sc_run_free(a->jobs[i].run);
         sc_result_free(a->jobs[i].unrun);
+        free(a->jobs[i].skip_why);
     }
     free(a->jobs);
     free(a->queue);
 }
 
-/* The options of every run (all borrowed). */
-static sc_run_opts run_opts(const cli *c, char *const exes[4], const char *rprefix, unsigned char *ports_used)
+/* The options of every run (all borrowed; profile may be NULL). */
+static sc_run_opts run_opts(const cli *c, char *const exes[4], const char *rprefix, unsigned char *ports_used,
+                            const sc_profile *profile)
 {
     return (sc_run_opts){
         .aggregator = exes[0],
@@ -845,6 +887,11 @@ static sc_run_opts run_opts(const cli *c, char *const exes[4], const char *rpref
         .verbose = c->verbose,
         .learner_id_base = help_mentions(exes[1], "--id-base"),
         .json_logs = true,
+        .profile = profile,
+        /* a profile says whether its aggregator writes our events */
+        .agg_events = profile ? profile->events : help_mentions(exes[0], "--events "),
+        .agg_each_line = help_mentions(exes[0], "--events-each-line"),
+        .log_level = c->log_level,
     };
 }
 
@@ -864,7 +911,7 @@ static int explore_main(cli *c, const char *argv0)
     if (rc == 0) {
         unsigned char *ports_used = xcalloc(65536, 1);
         char *rprefix = replay_prefix(c, argv0);
-        sc_run_opts ro = run_opts(c, exes, rprefix, ports_used);
+        sc_run_opts ro = run_opts(c, exes, rprefix, ports_used, NULL);
         c->xo.base_path = c->explore;
         c->xo.jobs = c->max_jobs;
         c->xo.seed = c->has_seed ? c->seed : 1;
@@ -927,10 +974,22 @@ int main(int argc, char **argv)
     char *exes[4] = {NULL, NULL, NULL, NULL}, *self_dir = NULL;
     if (rc < 0 && find_exes(&c, sc, nsc, exes, &self_dir) != 0)
         rc = 2;
+    sc_profile *profile = NULL;
+    if (rc < 0 && c.profile) {
+        char perr[4096];
+        const char *missing = NULL;
+        if (sc_profile_load(c.profile, &profile, perr, sizeof perr) != 0) {
+            fprintf(stderr, "%s\nrun_scenarios: the aggregator profile is invalid; nothing was run\n", perr);
+            rc = 2;
+        } else if ((missing = sc_profile_missing_env(profile))) {
+            fprintf(stderr, "run_scenarios: %s\n", missing);
+            rc = 2;
+        }
+    }
     unsigned char *ports_used = NULL;
     if (rc < 0) {
         ports_used = xcalloc(65536, 1);
-        a.opts = run_opts(&c, exes, rprefix, ports_used);
+        a.opts = run_opts(&c, exes, rprefix, ports_used, profile);
         a.loop = ev_loop_new();
         if (!a.loop) {
             perror("run_scenarios: ev_loop_new");
@@ -963,6 +1022,7 @@ int main(int argc, char **argv)
     free(self_dir);
     free(ports_used);
     free(rprefix);
+    sc_profile_free(profile);
     if (a.signalled)
         return 128 + a.signalled;
     return rc;

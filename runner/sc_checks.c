@@ -134,6 +134,30 @@ static const cJSON *find_task(const sc_run *r, const sc_expect_task *x, char *la
     return NULL;
 }
 
+/* ---- what the aggregator under test offers (its profile) ---- */
+
+static bool offers_metrics(const sc_run *r)
+{
+    return !r->opts.profile || r->opts.profile->metrics;
+}
+
+/* The coordinator sent no learner_close_task: the profile's aggregator
+ * serves none (sc_cmd.c passes --no-close). */
+static bool close_withheld(const sc_run *r)
+{
+    return r->opts.profile && !r->opts.profile->close_task && !r->s->script;
+}
+
+static bool is_close(const char *name)
+{
+    const char *full = name ? sc_task_full_name(name) : NULL;
+    return full && strcmp(full, "learner_close_task") == 0;
+}
+
+#define NO_CLOSE_WHY                                                                                                   \
+    "the aggregator under test (profile %s) serves no learner_close_task, so the coordinator sent none (DI-engine's "  \
+    "answers \"task name error\")"
+
 static void check_tasks(sc_run *r)
 {
     const sc_expect *e = &r->s->expect;
@@ -154,7 +178,10 @@ static void check_tasks(sc_run *r)
         int n = tasks ? cJSON_GetArraySize(tasks) : -1;
         char what[64];
         snprintf(what, sizeof what, "%d tasks run", e->task_count);
-        if (!tasks)
+        if (close_withheld(r))
+            sr_skip(r, e->line, what, NO_CLOSE_WHY " and the count includes it; the coordinator ran %d",
+                    r->opts.profile->name, n);
+        else if (!tasks)
             sr_check(r, false, e->line, what, "%s", nosum);
         else
             sr_check(r, n == e->task_count, e->line, what, "the coordinator ran %d", n);
@@ -185,6 +212,11 @@ static void check_tasks(sc_run *r)
         const sc_expect_task *x = &e->tasks[k];
         char label[200], what[512];
         int idx;
+        if (x->index < 0 && is_close(x->name) && close_withheld(r)) {
+            snprintf(what, sizeof what, "%s #%d", x->name, x->nth);
+            sr_skip(r, x->line, what, NO_CLOSE_WHY, r->opts.profile->name);
+            continue;
+        }
         const cJSON *t = find_task(r, x, label, sizeof label, &idx);
         if (!t) {
             snprintf(what, sizeof what, "%s exists", label);
@@ -270,9 +302,92 @@ static void world_series(const sc_run *r, xbuf *b)
         xbuf_puts(b, "no samples (the aggregator's /metrics never answered)");
 }
 
+/* Without the aggregator's /metrics, the world size is what the protocol
+ * shows: each resource answer's gpu, at the time it reached the coordinator.
+ * These are points, not a series: a window is judged only by the answers in
+ * it, and skipped when it holds none. */
+static void check_world_protocol(sc_run *r)
+{
+    const sc_expect *e = &r->s->expect;
+    const cJSON *tasks = r->summary ? jsonx_get(r->summary, "tasks") : NULL;
+    size_t n = 0, cap = r->nresource + 1;
+    sc_sample *pts = xcalloc(cap, sizeof *pts);
+    for (const cJSON *t = tasks ? tasks->child : NULL; t && n < r->nresource; t = t->next) {
+        const char *nm = jsonx_get_str(t, "name");
+        if (!nm || strcmp(nm, "resource") != 0)
+            continue;
+        int64_t gpu;
+        const char *st = jsonx_get_str(t, "status");
+        if (st && strcmp(st, "completed") == 0 && jsonx_get_i64(jsonx_get(jsonx_get(t, "result"), "gpu"), &gpu)) {
+            pts[n].t_ms = r->resource_t[n];
+            pts[n].value = (int)gpu;
+            sr_add_sample(r, pts[n].t_ms, pts[n].value);
+            n++;
+        }
+    }
+    xbuf sb = {0};
+    for (size_t i = 0; i < n; i++)
+        xbuf_printf(&sb, "%s%d@%.0fms", i ? " " : "", pts[i].value, pts[i].t_ms);
+    char *series = xbuf_take(&sb);
+    const char *name = r->opts.profile->name;
+    for (size_t k = 0; k < e->nworld; k++) {
+        const sc_expect_world *w = &e->world[k];
+        double from = (double)w->from_ms, to = w->to_ms < 0 ? 1e18 : (double)w->to_ms;
+        char what[256];
+        if (w->kind == SC_WS_AT_END) {
+            snprintf(what, sizeof what, "world size is %d at the end", w->value);
+            sr_skip(r, w->line, what,
+                    "the world size at the end needs the aggregator's /metrics, which profile %s does not offer "
+                    "(resource answers seen: %s)",
+                    name, n ? series : "none");
+            continue;
+        }
+        const char *kw = w->kind == SC_WS_EVENTUALLY     ? "reaches"
+                         : w->kind == SC_WS_NEVER_ABOVE ? "never above"
+                                                         : "never below";
+        if (w->to_ms >= 0)
+            snprintf(what, sizeof what, "world size %s %d between %ld and %ld ms", kw, w->value, w->from_ms, w->to_ms);
+        else if (w->from_ms > 0)
+            snprintf(what, sizeof what, "world size %s %d from %ld ms on", kw, w->value, w->from_ms);
+        else
+            snprintf(what, sizeof what, "world size %s %d", kw, w->value);
+        int in = 0;
+        bool hit = false, bad = false;
+        for (size_t i = 0; i < n; i++) {
+            if (pts[i].t_ms < from || pts[i].t_ms > to)
+                continue;
+            in++;
+            hit |= pts[i].value == w->value;
+            bad |= w->kind == SC_WS_NEVER_ABOVE ? pts[i].value > w->value : pts[i].value < w->value;
+        }
+        if (!in)
+            sr_skip(r, w->line, what,
+                    "no resource answer in the window, and profile %s offers no /metrics to sample (resource "
+                    "answers: %s)",
+                    name, n ? series : "none");
+        else if (w->kind == SC_WS_EVENTUALLY && !hit)
+            /* between two answers the protocol shows nothing: not seen is
+             * not proof that it never was */
+            sr_skip(r, w->line, what,
+                    "not among the coordinator's resource answers in the window (%s), and profile %s offers no "
+                    "/metrics to see what happened between them",
+                    series, name);
+        else if (w->kind == SC_WS_EVENTUALLY)
+            sr_check(r, true, w->line, what, "as the coordinator's resource answers saw it: %s", series);
+        else
+            sr_check(r, !bad, w->line, what, "as the coordinator's resource answers saw it: %s", series);
+    }
+    free(series);
+    free(pts);
+}
+
 static void check_world(sc_run *r)
 {
     const sc_expect *e = &r->s->expect;
+    if (!offers_metrics(r)) {
+        check_world_protocol(r);
+        return;
+    }
     for (size_t k = 0; k < e->nworld; k++) {
         const sc_expect_world *w = &e->world[k];
         double from = (double)w->from_ms, to = w->to_ms < 0 ? 1e18 : (double)w->to_ms;
@@ -342,7 +457,10 @@ static void check_metrics_logs(sc_run *r)
         char what[512];
         snprintf(what, sizeof what, "metric %s%s %s %g", m->name, lb, m->op, m->value);
         double v;
-        if (!text) {
+        if (!offers_metrics(r)) {
+            sr_skip(r, m->line, what, "needs the aggregator's /metrics, which profile %s does not offer",
+                    r->opts.profile->name);
+        } else if (!text) {
             sr_check(r, false, m->line, what, "the aggregator's /metrics never answered");
         } else if (!sc_prom_value(text, m->name, m->labels, &v)) {
             sr_check(r, false, m->line, what, "no such sample in the aggregator's last /metrics%s",
@@ -369,6 +487,11 @@ static void check_metrics_logs(sc_run *r)
                  l->contains);
         if (idx < 0) {
             sr_check(r, false, l->line, what, "no such process");
+            continue;
+        }
+        if (idx == SC_PROC_AGG && r->opts.profile && !r->opts.profile->events) {
+            sr_skip(r, l->line, what, "reads our aggregator's own log; profile %s does not offer its events",
+                    r->opts.profile->name);
             continue;
         }
         size_t len = 0;
@@ -418,6 +541,16 @@ static void check_learner_tasks(sc_run *r)
             size_t l = strlen(what);
             snprintf(what + l, sizeof what - l, " after %ld ms", x->after_ms);
         }
+        const sc_group *lg = &r->s->groups[sc_scenario_group_of(r->s, x->learner)];
+        if (!SC_GROUP_IS_MOCK(lg)) {
+            sr_skip(r, x->line, what, "group '%s' is given by %s, not the mock: only the mock tells the tasks it "
+                    "receives", lg->name, lg->command ? "command" : "address");
+            continue;
+        }
+        if (is_close(x->task) && close_withheld(r)) {
+            sr_skip(r, x->line, what, NO_CLOSE_WHY, r->opts.profile->name);
+            continue;
+        }
         sr_check(r, n >= x->min && (x->max < 0 || n <= x->max), x->line, what, "it received %d", n);
     }
 }
@@ -441,6 +574,18 @@ static void check_exits(sc_run *r)
             snprintf(what, sizeof what, "%s is ended by a signal", x->process);
         else
             snprintf(what, sizeof what, "%s exits with code %d", x->process, x->code);
+        /* a learner made to crash at learner_close_task is never sent one */
+        if (idx >= SC_PROC_GROUP0 && close_withheld(r)) {
+            const sc_group *g = &r->s->groups[idx - SC_PROC_GROUP0];
+            bool at_close = false;
+            for (size_t f = 0; f < g->nfaults; f++)
+                at_close |= strstr(g->faults[f], "learner_close_task") != NULL;
+            if (at_close) {
+                sr_skip(r, x->line, what, "its fault is at learner_close_task, and " NO_CLOSE_WHY,
+                        r->opts.profile->name);
+                continue;
+            }
+        }
         if (!rp->exited) {
             sr_check(r, false, x->line, what, "it was still running at the end");
             continue;
@@ -585,6 +730,12 @@ static void check_exactly_once(sc_run *r)
     if (!e->exactly_once)
         return;
     const char *what = "learn data is delivered exactly once";
+    for (size_t g = 0; g < r->s->ngroups; g++)
+        if (!SC_GROUP_IS_MOCK(&r->s->groups[g])) {
+            sr_skip(r, e->line, what, "group '%s' is given by %s, not the mock: only the mock writes what it received",
+                    r->s->groups[g].name, r->s->groups[g].command ? "command" : "address");
+            return;
+        }
     const cJSON *tasks = r->summary ? jsonx_get(r->summary, "tasks") : NULL;
     if (!tasks) {
         sr_check(r, false, e->line, what, "no summary from the coordinator (it did not finish)");
@@ -733,9 +884,28 @@ static void check_exactly_once(sc_run *r)
     free(unack);
 }
 
+/* An action waiting for our aggregator's log line never fires with an
+ * aggregator that does not offer its events: said, so that what follows
+ * from it is read in that light. */
+static void check_unfired_log_actions(sc_run *r)
+{
+    const sc_profile *pf = r->opts.profile;
+    if (!pf || pf->events)
+        return;
+    for (size_t i = 0; i < r->s->nactions; i++) {
+        const sc_action *a = &r->s->actions[i];
+        if (a->when.kind != SC_WHEN_LOG || strcmp(a->when.process, "aggregator") != 0 || r->fired[i])
+            continue;
+        char what[320];
+        snprintf(what, sizeof what, "the action on the aggregator's log \"%.200s\"", a->when.contains);
+        sr_skip(r, a->line, what, "it never fired: profile %s does not offer our aggregator's log", pf->name);
+    }
+}
+
 void sr_evaluate(sc_run *r)
 {
     const sc_expect *e = &r->s->expect;
+    check_unfired_log_actions(r);
     check_tasks(r);
     check_world(r);
     check_metrics_logs(r);

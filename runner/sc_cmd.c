@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jsonx.h"
 #include "sc_run_int.h"
 #include "util.h"
 
@@ -102,6 +103,8 @@ char *sr_learner_addr(const sc_run *r, int learner)
 {
     int g = sc_scenario_group_of(r->s, learner);
     const rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    if (r->s->groups[g].address)
+        return xstrdup(r->s->groups[g].address);
     int port = rp->base_port + (learner - r->s->groups[g].first);
     if (r->s->k8s)
         return xasprintf("learner%d.localhost:%d", learner, port);
@@ -114,11 +117,15 @@ int sr_spawn(sc_run *r, int idx)
     char err[512];
     rp->ready = false;
     rp->runner_signal = false;
+    if (sc_proc_spawns(rp->p) > 0)
+        sr_events_restart(r, idx);
     if (sc_proc_spawn(rp->p, rp->argv, rp->env, err, sizeof err) != 0) {
         sr_fail(r, "cannot start %s: %s", sc_scenario_proc_name(r->s, idx), err);
         return -1;
     }
     sr_log(r, "started %s (pid %d): %s ...", sc_scenario_proc_name(r->s, idx), (int)sc_proc_pid(rp->p), rp->argv[0]);
+    if (idx >= SC_PROC_GROUP0 && r->s->groups[idx - SC_PROC_GROUP0].command)
+        sr_poll_ready(r, idx);
     if (r->t0_set)
         sr_mark(r, 3,
                 idx >= SC_PROC_GROUP0 && r->s->groups[idx - SC_PROC_GROUP0].count == 1
@@ -140,13 +147,40 @@ static void push_flag(char ***v, const char *flag, const char *fmt, ...)
     util_strv_push(v, xstrdup(buf));
 }
 
-/* Learners and the coordinator log at debug: their per-task lines are the
- * runner's events. */
+/* The log level: --log-level of run_scenarios, else the process's default
+ * (the runner reads no log: they are for people). */
 static void log_flags(char ***v, const sc_run *r, const char *level)
 {
     if (r->opts.json_logs)
         push_flag(v, "--log-format", "json");
-    push_flag(v, "--log-level", "%s", level);
+    push_flag(v, "--log-level", "%s", r->opts.log_level ? r->opts.log_level : level);
+}
+
+/* What the runner reads: the process's events, each line written at once,
+ * to <run folder>/<name>.events.jsonl (sc_events.c follows it). The cap is
+ * far above what a run writes, so that no line is rotated away. */
+static void events_flags(char ***v, const sc_run *r, int idx)
+{
+    push_flag(v, "--events", "%s/%s.events.jsonl", r->run_dir, sc_scenario_proc_name(r->s, idx));
+    if (idx != SC_PROC_AGG || r->opts.agg_each_line)
+        util_strv_push(v, xstrdup("--events-each-line"));
+    else
+        push_flag(v, "--events-flush-ms", "%d", 20);
+    push_flag(v, "--events-max-bytes", "%d", 1 << 30);
+}
+
+char *sr_fault_text(const char *text)
+{
+    cJSON *j = cJSON_Parse(text);
+    char *t;
+    if (cJSON_IsObject(j) && cJSON_GetObjectItemCaseSensitive(j, "optional")) {
+        cJSON_DeleteItemFromObjectCaseSensitive(j, "optional");
+        t = jsonx_print(j);
+    } else {
+        t = xstrdup(text);
+    }
+    cJSON_Delete(j);
+    return t;
 }
 
 char *sr_dump_path(const sc_run *r, size_t g)
@@ -170,6 +204,8 @@ static int alloc_run_ports(sc_run *r)
     r->coord_port = base + 5;
     for (size_t g = 0; g < s->ngroups; g++) {
         rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+        if (s->groups[g].address)
+            continue;
         rp->base_port = alloc_ports(r, s->groups[g].count);
         rp->ctl_port = alloc_ports(r, 1);
         if (rp->base_port < 0 || rp->ctl_port < 0)
@@ -178,12 +214,59 @@ static int alloc_run_ports(sc_run *r)
     return 0;
 }
 
+/* A group given by command: its template with {host}, {port} (its first
+ * learner's), {count}, {name}, {run_dir} and {mock_learner} filled in. */
+static void real_group_command(sc_run *r, const sc_group *gr, rproc *rp)
+{
+    char **v = util_strv_new();
+    for (size_t i = 0; gr->command[i]; i++) {
+        xbuf b = {0};
+        for (const char *t = gr->command[i]; *t;) {
+            const char *o = strchr(t, '{'), *c = o ? strchr(o, '}') : NULL;
+            if (!o || !c) {
+                xbuf_puts(&b, t);
+                break;
+            }
+            xbuf_printf(&b, "%.*s", (int)(o - t), t);
+            size_t n = (size_t)(c - o - 1);
+            if (n == 4 && strncmp(o + 1, "host", n) == 0)
+                xbuf_puts(&b, "127.0.0.1");
+            else if (n == 4 && strncmp(o + 1, "port", n) == 0)
+                xbuf_printf(&b, "%d", rp->base_port);
+            else if (n == 5 && strncmp(o + 1, "count", n) == 0)
+                xbuf_printf(&b, "%d", gr->count);
+            else if (n == 4 && strncmp(o + 1, "name", n) == 0)
+                xbuf_puts(&b, gr->name);
+            else if (n == 7 && strncmp(o + 1, "run_dir", n) == 0)
+                xbuf_puts(&b, r->run_dir);
+            else if (n == 12 && strncmp(o + 1, "mock_learner", n) == 0)
+                xbuf_puts(&b, r->opts.mock_learner);
+            else
+                xbuf_printf(&b, "%.*s", (int)(n + 2), o); /* not ours: kept as written */
+            t = c + 1;
+        }
+        util_strv_push(&v, xbuf_take(&b));
+    }
+    rp->argv = v;
+    rp->env = util_strv_new();
+    rp->wanted = !gr->absent;
+}
+
 /* The command line of learner group g; sx: the seed sequence. */
 static void group_command(sc_run *r, size_t g, uint64_t *sx)
 {
     const sc_scenario *s = r->s;
     const sc_group *gr = &s->groups[g];
     rproc *rp = &r->procs[SC_PROC_GROUP0 + g];
+    if (gr->address) { /* already running: nothing to start */
+        rp->wanted = false;
+        rp->ready = true;
+        return;
+    }
+    if (gr->command) {
+        real_group_command(r, gr, rp);
+        return;
+    }
     char **v = util_strv_new();
     util_strv_push(&v, xstrdup(r->opts.mock_learner));
     push_flag(&v, "--count", "%d", gr->count);
@@ -199,6 +282,9 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     if (r->opts.learner_id_base) {
         push_flag(&v, "--id-prefix", "learner");
         push_flag(&v, "--id-base", "%d", gr->first);
+        push_flag(&v, "--label-prefix", "%s-learner", gr->name);
+        if (s->k8s) /* the aggregator knows them by the addresses the operator lists */
+            push_flag(&v, "--events-learner", "{id}.localhost:{port}");
     } else {
         push_flag(&v, "--id-prefix", "%s", g == 0 ? "learner" : gr->name);
         if (g != 0) {
@@ -210,9 +296,13 @@ static void group_command(sc_run *r, size_t g, uint64_t *sx)
     push_flag(&v, "--dump", "%s", dp);
     free(dp);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
-    for (size_t f = 0; f < gr->nfaults; f++)
-        push_flag(&v, "--fault", "%s", gr->faults[f]);
-    log_flags(&v, r, "debug");
+    for (size_t f = 0; f < gr->nfaults; f++) {
+        char *t = sr_fault_text(gr->faults[f]);
+        push_flag(&v, "--fault", "%s", t);
+        free(t);
+    }
+    events_flags(&v, r, SC_PROC_GROUP0 + (int)g);
+    log_flags(&v, r, "info");
     for (size_t a = 0; a < gr->nargs; a++)
         util_strv_push(&v, xstrdup(gr->args[a]));
     rp->argv = v;
@@ -246,12 +336,83 @@ static void operator_command(sc_run *r, uint64_t *sx)
     util_strv_push(&v, xstrdup("--learners"));
     util_strv_push(&v, ls);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
+    events_flags(&v, r, SC_PROC_OP);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < s->nop_args; a++)
         util_strv_push(&v, xstrdup(s->op_args[a]));
     rp->argv = v;
     rp->env = util_strv_new();
     rp->wanted = true;
+}
+
+/* The aggregator of a profile: its command, config file and environment
+ * from the profile's templates. 0, or -1 if the config cannot be written. */
+static int profile_aggregator_command(sc_run *r)
+{
+    const sc_scenario *s = r->s;
+    const sc_profile *pf = r->opts.profile;
+    rproc *rp = &r->procs[SC_PROC_AGG];
+    char *cfg_path = xasprintf("%s/aggregator-config.json", r->run_dir);
+    sc_profile_vars v = {.aggregator = r->opts.aggregator,
+                         .run_dir = r->run_dir,
+                         .config = cfg_path,
+                         .namespace_ = K8S_NAMESPACE,
+                         .pod_name = r->agg_name,
+                         .slave_port = r->agg_slave_port,
+                         .master_port = r->agg_master_port,
+                         .metrics_port = r->agg_metrics_port,
+                         .operator_port = r->op_port,
+                         .time_scale = s->time_scale,
+                         .heartbeat_span_ms = s->heartbeat_span_ms,
+                         .heartbeat_tolerance_ms = s->heartbeat_tolerance_ms,
+                         .max_retry_ms = s->max_retry_ms,
+                         .retry_interval_ms = s->retry_interval_ms,
+                         .sync_period_ms = s->sync_period_ms,
+                         .task_deadline_ms = s->task_deadline_ms};
+    /* the learners it is told of (none in Kubernetes mode: the operator
+     * names them) */
+    v.learner_ids = xcalloc((size_t)s->nlearners + 1, sizeof *v.learner_ids);
+    v.learner_hosts = xcalloc((size_t)s->nlearners + 1, sizeof *v.learner_hosts);
+    v.learner_ports = xcalloc((size_t)s->nlearners + 1, sizeof *v.learner_ports);
+    for (int i = 0; i < s->nlearners && !s->k8s; i++) {
+        if (!s->groups[sc_scenario_group_of(s, i)].configured)
+            continue;
+        char *a = sr_learner_addr(r, i);
+        char *colon = strrchr(a, ':');
+        v.learner_ids[v.nlearners] = xasprintf("learner%d", i);
+        v.learner_hosts[v.nlearners] = xstrndup(a, (size_t)(colon - a));
+        int64_t port = 0; /* an address the runner made or the scenario validated */
+        util_parse_i64(colon + 1, 1, 65535, &port);
+        v.learner_ports[v.nlearners] = (int)port;
+        v.nlearners++;
+        free(a);
+    }
+    int rc = 0;
+    char *cfg = sc_profile_config_text(pf, &v);
+    if (cfg) {
+        FILE *f = fopen(cfg_path, "w");
+        if (!f || fprintf(f, "%s\n", cfg) < 0)
+            rc = -1;
+        if (f && fclose(f) != 0)
+            rc = -1;
+        free(cfg);
+    }
+    rp->argv = sc_profile_argv(pf, &v);
+    if (r->opts.agg_events) /* a profile of our aggregator that offers its events */
+        events_flags(&rp->argv, r, SC_PROC_AGG);
+    rp->env = sc_profile_env(pf, &v, s->k8s);
+    for (size_t i = 0; i < s->nagg_env; i++)
+        util_strv_push(&rp->env, xstrdup(s->agg_env[i]));
+    rp->wanted = true;
+    for (size_t i = 0; i < v.nlearners; i++) {
+        free(v.learner_ids[i]);
+        free(v.learner_hosts[i]);
+    }
+    free(v.learner_ids);
+    free(v.learner_hosts);
+    free(v.learner_ports);
+    free(cfg_path);
+    return rc;
 }
 
 static void aggregator_command(sc_run *r)
@@ -280,6 +441,8 @@ static void aggregator_command(sc_run *r)
             push_flag(&v, "--learner", "learner%d=%s", i, a);
             free(a);
         }
+    if (r->opts.agg_events)
+        events_flags(&v, r, SC_PROC_AGG);
     log_flags(&v, r, "info");
     for (size_t a = 0; a < s->nagg_args; a++)
         util_strv_push(&v, xstrdup(s->agg_args[a]));
@@ -306,10 +469,16 @@ static int coordinator_command(sc_run *r, uint64_t *sx)
     push_flag(&v, "--connect", "127.0.0.1:%d", r->agg_slave_port);
     push_flag(&v, "--host", "127.0.0.1");
     push_flag(&v, "--port", "%d", r->coord_port);
-    push_flag(&v, "--time-scale", "%g", s->time_scale);
+    /* an aggregator with fixed timings heartbeats at its own pace: the
+     * coordinator's tolerance of it must not be scaled */
+    push_flag(&v, "--time-scale", "%g", r->opts.profile && r->opts.profile->fixed_timings ? 1.0 : s->time_scale);
     push_flag(&v, "--seed", "%llu", (unsigned long long)(splitmix(sx) >> 1));
     if (s->rounds >= 0)
         push_flag(&v, "--rounds", "%d", s->rounds);
+    /* an aggregator without learner_close_task (DI-engine's answers "task
+     * name error") is not sent one; expectations about it are skipped */
+    if (r->opts.profile && !r->opts.profile->close_task && !s->script)
+        util_strv_push(&v, xstrdup("--no-close"));
     if (s->script) {
         char *sp = xasprintf("%s/coordinator-script.json", r->run_dir);
         FILE *f = fopen(sp, "w");
@@ -329,12 +498,18 @@ static int coordinator_command(sc_run *r, uint64_t *sx)
      * so that the aggregator's verdict reaches it */
     push_flag(&v, "--task-deadline-ms", "%ld",
               s->coord_deadline_ms > 0 ? s->coord_deadline_ms : 2 * s->task_deadline_ms + 1000);
-    for (size_t g = 0; g < s->ngroups; g++) {
+    /* the coordinator's oracle reads every learner's dump: only the mock
+     * writes one, so with a learner of another kind it has none */
+    bool all_mock = true;
+    for (size_t g = 0; g < s->ngroups; g++)
+        all_mock &= SC_GROUP_IS_MOCK(&s->groups[g]);
+    for (size_t g = 0; g < s->ngroups && all_mock; g++) {
         char *dp = sr_dump_path(r, g);
         push_flag(&v, "--dump", "%s", dp);
         free(dp);
     }
-    log_flags(&v, r, "debug");
+    events_flags(&v, r, SC_PROC_COORD);
+    log_flags(&v, r, "info");
     for (size_t a = 0; a < s->ncoord_args; a++)
         util_strv_push(&v, xstrdup(s->coord_args[a]));
     rp->argv = v;
@@ -355,7 +530,10 @@ int sr_build_commands(sc_run *r)
         group_command(r, g, &sx);
     if (s->k8s)
         operator_command(r, &sx);
-    aggregator_command(r);
+    if (!r->opts.profile)
+        aggregator_command(r);
+    else if (profile_aggregator_command(r) != 0)
+        return -1;
     if (s->coordinator && coordinator_command(r, &sx) != 0)
         return -1;
     /* every dump file exists from the start (a group that never runs has an

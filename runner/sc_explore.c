@@ -368,7 +368,9 @@ static void render_learners(xbuf *t, int *ln, const xbase *b, const xsched *x)
                 continue;
             xbuf_printf(&g, "%s", nfl++ ? ", " : ", \"faults\": [");
             fault_object(&g, f);
-            xbuf_printf(&g, ", \"task\": \"%s\", \"at\": %d}", task_short[f->task], f->nth);
+            /* optional: an earlier fault may take its learner or its task
+             * away (the runner fails a group fault that never fired) */
+            xbuf_printf(&g, ", \"task\": \"%s\", \"at\": %d, \"optional\": true}", task_short[f->task], f->nth);
         }
         if (nfl)
             xbuf_puts(&g, "]");

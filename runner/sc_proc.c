@@ -399,6 +399,7 @@ int sc_proc_kill(sc_proc *p, int sig)
 const char *sc_proc_name(const sc_proc *p) { return p->name; }
 pid_t sc_proc_pid(const sc_proc *p) { return p->running ? p->pid : 0; }
 bool sc_proc_running(const sc_proc *p) { return p->running; }
+bool sc_proc_exit_pending(const sc_proc *p) { return p->reaped; }
 bool sc_proc_stopped(const sc_proc *p) { return p->running && p->stopped; }
 int sc_proc_spawns(const sc_proc *p) { return p->spawns; }
 const char *sc_proc_log_path(const sc_proc *p) { return p->log_path; }

@@ -55,6 +55,8 @@ int sc_proc_kill(sc_proc *p, int sig);
 const char *sc_proc_name(const sc_proc *p);
 pid_t sc_proc_pid(const sc_proc *p);   /* 0 if not running */
 bool sc_proc_running(const sc_proc *p); /* spawned and not yet reaped */
+/* It has exited (reaped) but its exit callback waits for its pipes to drain. */
+bool sc_proc_exit_pending(const sc_proc *p);
 bool sc_proc_stopped(const sc_proc *p); /* SIGSTOP sent and no SIGCONT since */
 int sc_proc_spawns(const sc_proc *p);   /* how many times it was started */
 const char *sc_proc_log_path(const sc_proc *p);

@@ -36,12 +36,43 @@ static void esc(xbuf *b, const char *s)
         sc_xml_escape(b, s, strlen(s));
 }
 
+/* Checks that held (a skipped one did not: it was not judged). */
 static size_t count_ok(const sc_result *r)
 {
     size_t ok = 0;
     for (size_t i = 0; i < r->nchecks; i++)
-        ok += r->checks[i].ok;
+        ok += r->checks[i].ok && !r->checks[i].skipped;
     return ok;
+}
+
+static size_t count_skipped_checks(const sc_result *r)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < r->nchecks; i++)
+        k += r->checks[i].skipped;
+    return k;
+}
+
+void sc_report_checks_text(char *buf, size_t len, const sc_result *r)
+{
+    size_t sk = count_skipped_checks(r);
+    if (sk)
+        snprintf(buf, len, "%zu/%zu+%zu skipped", count_ok(r), r->nchecks - sk, sk);
+    else
+        snprintf(buf, len, "%zu/%zu", count_ok(r), r->nchecks);
+}
+
+void sc_report_skipped(FILE *out, const sc_result *r)
+{
+    for (size_t i = 0; i < r->nchecks; i++) {
+        const sc_check *c = &r->checks[i];
+        if (!c->skipped)
+            continue;
+        if (c->line > 0)
+            fprintf(out, "      %s:%d: SKIPPED %s: %.400s\n", r->path, c->line, c->what, c->detail);
+        else
+            fprintf(out, "      %s: SKIPPED %s: %.400s\n", r->path, c->what, c->detail);
+    }
 }
 
 static const sc_check *first_failure(const sc_result *r)
@@ -151,8 +182,8 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
         const sc_check *f = first_failure(r);
-        char checks[32];
-        snprintf(checks, sizeof checks, "%zu/%zu", count_ok(r), r->nchecks);
+        char checks[48];
+        sc_report_checks_text(checks, sizeof checks, r);
         char ff[160] = "";
         if (r->outcome == SC_SKIPPED || (r->error && !f))
             snprintf(ff, sizeof ff, "%s", r->error ? r->error : "");
@@ -182,8 +213,19 @@ void sc_report_summary(FILE *out, const sc_result *const *res, size_t n, double 
     fprintf(out, "%zu passed, %zu failed", count[SC_PASSED], count[SC_FAILED]);
     if (count[SC_ERROR])
         fprintf(out, ", %zu error%s", count[SC_ERROR], count[SC_ERROR] == 1 ? "" : "s");
-    if (count[SC_SKIPPED])
-        fprintf(out, ", %zu not run", count[SC_SKIPPED]);
+    size_t unjudged = 0; /* run, but every expectation skipped */
+    for (size_t i = 0; i < n; i++)
+        unjudged += res[i]->outcome == SC_SKIPPED && res[i]->run_dir;
+    if (count[SC_SKIPPED] > unjudged)
+        fprintf(out, ", %zu not run", count[SC_SKIPPED] - unjudged);
+    if (unjudged)
+        fprintf(out, ", %zu not judged (every expectation skipped)", unjudged);
+    size_t sk = 0;
+    for (size_t i = 0; i < n; i++)
+        sk += count_skipped_checks(res[i]);
+    if (sk)
+        fprintf(out, "; %zu expectation%s skipped (not judged: %s)", sk, sk == 1 ? "" : "s",
+                sk == 1 ? "it says why" : "each says why");
     fputc('\n', out);
 }
 
@@ -327,9 +369,11 @@ static void junit_output(xbuf *b, const sc_result *r)
 
 int sc_report_junit(const char *path, const sc_result *const *res, size_t n, double wall_ms)
 {
-    size_t count[4] = {0, 0, 0, 0};
-    for (size_t i = 0; i < n; i++)
+    size_t count[4] = {0, 0, 0, 0}, nsk = 0;
+    for (size_t i = 0; i < n; i++) {
         count[(unsigned)res[i]->outcome & 3]++;
+        nsk += count_skipped_checks(res[i]);
+    }
     char ts[64];
     time_t now = time(NULL);
     struct tm tm;
@@ -340,11 +384,11 @@ int sc_report_junit(const char *path, const sc_result *const *res, size_t n, dou
     xbuf_printf(&b,
                 "<testsuites name=\"run_scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
                 "time=\"%.3f\">\n",
-                n, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED], wall_ms / 1000.0);
+                n + nsk, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED] + nsk, wall_ms / 1000.0);
     xbuf_printf(&b,
                 "  <testsuite name=\"scenarios\" tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" skipped=\"%zu\" "
                 "time=\"%.3f\" timestamp=\"%s\">\n",
-                n, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED], wall_ms / 1000.0, ts);
+                n + nsk, count[SC_FAILED], count[SC_ERROR], count[SC_SKIPPED] + nsk, wall_ms / 1000.0, ts);
     for (size_t i = 0; i < n; i++) {
         const sc_result *r = res[i];
         char lb[96];
@@ -360,6 +404,22 @@ int sc_report_junit(const char *path, const sc_result *const *res, size_t n, dou
         junit_verdict(&b, r);
         junit_output(&b, r);
         xbuf_puts(&b, "    </testcase>\n");
+        /* each expectation not judged is a testcase of its own, <skipped>
+         * with why: a skip never hides inside a passed scenario */
+        for (size_t k = 0; k < r->nchecks; k++) {
+            const sc_check *c = &r->checks[k];
+            if (!c->skipped)
+                continue;
+            xbuf_puts(&b, "    <testcase classname=\"scenarios.expectations\" name=\"");
+            esc(&b, lb);
+            xbuf_puts(&b, ": ");
+            esc(&b, c->what);
+            xbuf_puts(&b, "\" file=\"");
+            esc(&b, r->path);
+            xbuf_printf(&b, "\" line=\"%d\" time=\"0\">\n      <skipped message=\"", c->line);
+            esc(&b, c->detail);
+            xbuf_puts(&b, "\"/>\n    </testcase>\n");
+        }
     }
     xbuf_puts(&b, "  </testsuite>\n</testsuites>\n");
     int rc = write_file(path, b.data, b.len);
@@ -605,7 +665,7 @@ static const char *css =
     "word-break:break-word;margin:0;font:12px/1.35 ui-monospace,Menlo,Consolas,monospace}"
     "pre.log{max-height:420px;overflow:auto;background:#fbfbfb;border:1px solid #eee;padding:6px}"
     "code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f1f1;padding:1px 4px;border-radius:3px}"
-    ".ok{color:#2e7d32}.bad{color:#c62828;font-weight:bold}.meta{color:#555}"
+    ".skipped{color:#757575;font-style:italic}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:bold}.meta{color:#555}"
     "svg.timeline{max-width:100%;height:auto;border:1px solid #eee;margin:4px 0}"
     ".tl .scroll{overflow-x:auto}.tl.zoomed svg.timeline{max-width:none}.zoom{font-size:12px;color:#555}"
     ".zoom button{font-size:11px;margin-left:4px;padding:0 6px}td.t,th.t{white-space:nowrap;text-align:right}"
@@ -657,7 +717,7 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
                 "<header><h1>Scenario report</h1><div id=\"totals\">%zu scenario%s: <b>%zu passed</b>, "
                 "<b>%zu failed</b>%s in %.1f s &middot; %s</div></header>\n<main>\n",
                 n, n == 1 ? "" : "s", n - failed - count_skipped(res, n), failed,
-                count_skipped(res, n) ? ", some not run" : "", wall_ms / 1000.0, ts);
+                count_skipped(res, n) ? ", some not run or not judged" : "", wall_ms / 1000.0, ts);
     /* table of contents */
     xbuf_puts(
         &b, "<section><h2>Scenarios</h2><table id=\"toc\"><tr><th>scenario</th><th>result</th><th class=\"t\">time</th>"
@@ -666,6 +726,8 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         const sc_result *r = res[i];
         char lb[96];
         label(lb, sizeof lb, r);
+        char ckt[48];
+        sc_report_checks_text(ckt, sizeof ckt, r);
         xbuf_puts(&b, "<tr><td><a href=\"#");
         section_id(&b, r);
         xbuf_puts(&b, "\">");
@@ -673,9 +735,9 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         xbuf_printf(
             &b,
             "</a></td><td><span class=\"badge %s\">%s</span></td><td class=\"t\">%.2f s</td><td class=\"t\">%llu</td>"
-            "<td class=\"t\">%zu/%zu</td><td>",
+            "<td class=\"t\">%s</td><td>",
             badge_class(r), sc_outcome_word(r->outcome), r->duration_ms / 1000.0, (unsigned long long)r->seed,
-            count_ok(r), r->nchecks);
+            ckt);
         esc(&b, r->description);
         xbuf_puts(&b, "</td></tr>\n");
     }
@@ -727,8 +789,9 @@ int sc_report_html(const char *path, const sc_result *const *res, size_t n, doub
         xbuf_puts(&b, "<table class=\"checks\"><tr><th></th><th>line</th><th>expectation</th><th>seen</th></tr>\n");
         for (size_t k = 0; k < r->nchecks; k++) {
             const sc_check *c = &r->checks[k];
-            xbuf_printf(&b, "<tr><td class=\"%s\">%s</td><td>%d</td><td>", c->ok ? "ok" : "bad",
-                        c->ok ? "&#10004;" : "&#10008;", c->line);
+            xbuf_printf(&b, "<tr><td class=\"%s\">%s</td><td>%d</td><td>",
+                        c->skipped ? "skipped" : c->ok ? "ok" : "bad",
+                        c->skipped ? "skipped" : c->ok ? "&#10004;" : "&#10008;", c->line);
             esc(&b, c->what);
             xbuf_puts(&b, "</td><td><pre>");
             esc(&b, c->detail);

@@ -4,8 +4,9 @@
  * expectations, and stops everything it started. Several runs share one loop
  * (run_scenarios -j N), each in its own run folder and ports.
  *
- * Events are detected from the processes' log lines as they stream in (every
- * child logs with --log-format json): see docs/scenarios.md, "Events".
+ * What happens is read from the processes' events files (--events, one per
+ * process in the run folder, followed as they grow; docs/events.md), never
+ * from their logs: see docs/scenarios.md, "Events".
  *
  * Ownership: a run borrows its scenario, options and procset (they outlive
  * it); its result belongs to the run until sc_run_free().
@@ -19,6 +20,7 @@
 
 #include "ev.h"
 #include "sc_proc.h"
+#include "sc_profile.h"
 #include "sc_scenario.h"
 
 typedef struct {
@@ -39,11 +41,20 @@ typedef struct {
     bool verbose;         /* print the runner's own log to stderr too */
     bool learner_id_base; /* mock_learner takes --id-base */
     bool json_logs;       /* children log JSON (--log-format json) */
+    const sc_profile *profile; /* the aggregator under test; NULL: ours, built in */
+    bool agg_events;      /* the aggregator takes --events: the world size,
+                             joins and leaves come from its events (else
+                             the world size is sampled from /metrics) */
+    bool agg_each_line;   /* ... and --events-each-line (else it flushes its
+                             events every 20 ms) */
+    const char *log_level; /* every process's --log-level; NULL: info */
 } sc_run_opts;
 
 /* One checked expectation (or an infrastructure failure). */
 typedef struct {
-    bool ok;
+    bool ok;      /* true for a skipped check too: it fails nothing */
+    bool skipped; /* not judged: the aggregator under test does not offer
+                     what it needs (detail: why); never counts as passed */
     int line;     /* line of the scenario file; 0: none */
     char *what;   /* "task #3 learner_learn_task: status completed" */
     char *detail; /* why it failed (or what was seen) */

@@ -49,6 +49,21 @@ typedef struct {
     bool teardown; /* exit during teardown */
     int base_port, ctl_port;
     ev_timer *start_timer; /* start_ms of a learner group */
+    /* its events file (sc_events.c), followed as it grows */
+    char *ev_path;      /* <run folder>/<name>.events.jsonl */
+    int ev_fd;          /* -1: not open yet */
+    int ev_wd;          /* its inotify watch once it exists; -1: none */
+    xbuf ev_part;       /* the last line, while it is incomplete */
+    long ev_line;       /* lines read so far */
+    int64_t ev_seq;     /* the last "seq" seen; -1: none */
+    char *ev_run;       /* the "run" of the lines being read */
+    int ev_bad;         /* lines that failed evt_parse_line */
+    int ev_files;       /* earlier files kept (one per restart) */
+    int *fault_id;      /* learner groups: [k] first id of --fault k */
+    int *fault_n;       /* [k] how many faults --fault k holds */
+    int *fault_fired;   /* [k] fault_fired events of --fault k */
+    ev_timer *ready_timer; /* a learner given by command: polling its port */
+    hc_req *ready_req;
 } rproc;
 
 typedef struct act_ref {
@@ -86,6 +101,14 @@ struct sc_run {
     ev_timer **cont_timers; /* [action]: stop's automatic cont */
     bool *fired;
     /* events */
+    int ino_fd;          /* inotify: the run folder and the events files; -1: none */
+    int ino_dir_wd;      /* the run folder's watch (files created) */
+    int *ev_expect_n;    /* [k] lines matching expect.events[k] */
+    int world_now;       /* the world size of the aggregator's last event */
+    bool world_live;     /* since its ready: world changes are samples */
+    char **op_fired_kind; /* the operator's fault_fired events: kind and */
+    int64_t *op_fired_id; /* fault id of each distinct fault that fired */
+    size_t nop_fired;
     int *lt_count; /* [learner * NTASKN + name] tasks received */
     int *lt_any;   /* [learner] */
     int *bar_open; /* [learner]: open bar index or -1 */
@@ -113,6 +136,9 @@ struct sc_run {
     bool timed_out;
     bool aborted;
     bool killed_after_grace; /* the teardown's SIGKILL after GRACE_MS */
+    double *resource_t;      /* when each resource outcome reached the
+                                coordinator (world size without /metrics) */
+    size_t nresource;
     sc_result res;
     size_t capchecks, capmarks, capbars, capsamples;
 };
@@ -122,6 +148,9 @@ double sr_now(const sc_run *r); /* ms since t0 (0 before) */
 void sr_log(sc_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sr_check(sc_run *r, bool ok, int line, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* An expectation not judged, and why (the aggregator under test does not
+ * offer what it needs): reported as skipped, never as passed. */
+void sr_skip(sc_run *r, int line, const char *what, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* kind: 0 action, 1 exit, 2 event, 3 join/leave note; learner -1: all */
 void sr_mark(sc_run *r, int kind, int learner, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void sr_add_sample(sc_run *r, double t, int v);
@@ -144,10 +173,37 @@ void sr_write_commands(sc_run *r); /* commands.txt in the run folder */
 void sr_release_ports(sc_run *r, int base, int n);
 char *sr_learner_addr(const sc_run *r, int learner); /* owned by the caller */
 char *sr_dump_path(const sc_run *r, size_t g);       /* owned by the caller */
+/* A configured fault's text for the mock: without "optional", which is the
+ * runner's (a fault that may not fire). Owned by the caller. */
+char *sr_fault_text(const char *text);
 int sr_spawn(sc_run *r, int idx);                    /* 0, or -1 and the run fails */
 
 /* sc_events.c */
 void sr_on_line(void *ud, sc_proc *p, int stream, const char *line, size_t len);
+/* Watches the run folder for the processes' events files; 0 or -1 (the
+ * run fails). */
+int sr_events_watch(sc_run *r);
+/* Cuts n bytes read from a file into lines: each complete line (without
+ * its newline) to line(); a partial last line waits in part for the rest. */
+void sr_split_lines(xbuf *part, const char *buf, size_t n, void (*line)(void *ud, const char *s, size_t len),
+                    void *ud);
+/* Reads what a process's events file holds now (every complete line). */
+void sr_events_drain(sc_run *r, int idx);
+void sr_events_drain_all(sc_run *r);
+/* Before a process is started again: its file so far is read and kept as
+ * <name>.events.<n>.jsonl. */
+void sr_events_restart(sc_run *r, int idx);
+/* Configured faults that never fired: failed checks (at the end). */
+void sr_check_faults_fired(sc_run *r);
+/* The aggregator is ready (its ready event, or its ready line): from now
+ * on its world size is sampled (as /metrics would have been). */
+void sr_world_live(sc_run *r);
+/* The world size from events holds until the end of the run (or the
+ * aggregator's exit): its last value becomes a sample then. */
+void sr_close_world(sc_run *r);
+/* expect.events (at the end). */
+void sr_check_events(sc_run *r);
+void sr_events_free(sc_run *r);
 /* A process became ready or exited: actions triggered by it. */
 void sr_proc_event(sc_run *r, sc_when_kind kind, int proc);
 
@@ -164,6 +220,9 @@ void sr_evaluate(sc_run *r);
 
 /* sc_probe.c */
 void sr_on_sample_timer(ev_loop *loop, void *data);
+/* A learner group given by command is ready when its first port answers
+ * HTTP (or it prints a ready line, whichever comes first). */
+void sr_poll_ready(sc_run *r, int idx);
 /* The run ends (after processes signalled by actions have exited): the final
  * probes, then the checks and the teardown. */
 void sr_begin_probes(sc_run *r, const char *why);

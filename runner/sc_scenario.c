@@ -11,12 +11,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evt.h"
 #include "fault.h"
 #include "jsonx.h"
 #include "mo_fault.h"
 #include "proto.h"
 #include "sc_jpos.h"
+#include "sc_profile.h"
 #include "suggest.h"
+#include "util.h"
 #include "xalloc.h"
 
 #define MAX_ERRORS 50
@@ -614,7 +617,8 @@ static void parse_timings(vctx *v, sc_scenario *s, const cJSON *root)
 static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
 {
     static const char *const keys[] = {"name", "count", "batch_size", "learn_time_ms", "heartbeat_span_ms",
-                                       "start_ms", "absent", "configured", "faults", "args", NULL};
+                                       "start_ms", "absent", "configured", "faults", "args", "command",
+                                       "address", NULL};
     const cJSON *ls = jsonx_get(root, "learners");
     if (!ls)
         return;
@@ -665,6 +669,44 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
         if (gr->absent && jsonx_get(g, "start_ms"))
             verr(v, p, "a group cannot be both absent and started at start_ms");
         gr->args = get_str_list(v, g, p, "args", &gr->nargs);
+        if (jsonx_get(g, "command")) {
+            size_t nc = 0;
+            char **c = get_str_list(v, g, p, "command", &nc);
+            gr->command = xcalloc(nc + 1, sizeof *gr->command);
+            for (size_t k = 0; k < nc; k++)
+                gr->command[k] = c[k];
+            free(c);
+            char *cp = jpath(p, "command");
+            if (!nc)
+                verr(v, cp, "an empty command; give the learner's executable and its arguments");
+            free(cp);
+        }
+        gr->address = get_str(v, g, p, "address", false);
+        if (gr->address) {
+            char *ap = jpath(p, "address");
+            const char *colon = strrchr(gr->address, ':');
+            int64_t port;
+            if (!colon || colon == gr->address || !util_parse_i64(colon + 1, 1, 65535, &port))
+                verr(v, ap, "'%s': expected HOST:PORT of a learner already running", gr->address);
+            if (gr->command)
+                verr(v, ap, "a group is either a command or an address, not both");
+            if (gr->count != 1)
+                verr(v, ap, "an address is one learner: count must be 1");
+            if (jsonx_get(g, "start_ms") || gr->absent)
+                verr(v, ap, "a learner already running is neither started later nor absent");
+            free(ap);
+        }
+        if (!SC_GROUP_IS_MOCK(gr)) {
+            static const char *const mock_only[] = {"faults", "args", "batch_size", "learn_time_ms",
+                                                    "heartbeat_span_ms", NULL};
+            for (size_t k = 0; mock_only[k]; k++)
+                if (jsonx_get(g, mock_only[k])) {
+                    char *kp = jpath(p, mock_only[k]);
+                    verr(v, kp, "'%s' is a setting of the mock learner; group '%s' is given by %s", mock_only[k],
+                         gr->name, gr->command ? "command" : "address");
+                    free(kp);
+                }
+        }
         const cJSON *f = jsonx_get(g, "faults");
         if (f) {
             char *fp = jpath(p, "faults");
@@ -693,13 +735,24 @@ static void parse_groups(vctx *v, sc_scenario *s, const cJSON *root)
 
 static void parse_aggregator(vctx *v, sc_scenario *s, const cJSON *root)
 {
-    static const char *const keys[] = {"args", "env", "k8s", NULL};
+    static const char *const keys[] = {"args", "env", "k8s", "profile", NULL};
     static const char *const opkeys[] = {"args", "faults", NULL};
     const cJSON *a = jsonx_get(root, "aggregator");
     if (a && want_type(v, a, "aggregator", "object")) {
         check_keys(v, a, "aggregator", keys);
         s->agg_args = get_str_list(v, a, "aggregator", "args", &s->nagg_args);
         s->k8s = get_bool(v, a, "aggregator", "k8s", 0);
+        char *pf = get_str(v, a, "aggregator", "profile", false);
+        if (pf) {
+            /* relative to the scenario's folder */
+            const char *sl = strrchr(s->path, '/');
+            char *full = pf[0] == '/' || !sl ? xstrdup(pf) : xasprintf("%.*s/%s", (int)(sl - s->path), s->path, pf);
+            char perr[2048];
+            if (sc_profile_load(full, &s->profile, perr, sizeof perr) != 0)
+                verr(v, "aggregator.profile", "%s", perr);
+            free(full);
+            free(pf);
+        }
         const cJSON *e = jsonx_get(a, "env");
         if (e && want_type(v, e, "aggregator.env", "object")) {
             s->agg_env = xcalloc((size_t)cJSON_GetArraySize(e) + 1, sizeof *s->agg_env);
@@ -836,7 +889,6 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
             {"learner_task", "{\"event\": \"learner_task\", \"learner\": \"learner0\", \"task\": \"learn\", \"nth\": 2}"},
             {"task_sent", "{\"event\": \"task_sent\", \"task\": \"learn\", \"nth\": 2}"},
             {"task_done", "{\"event\": \"task_done\", \"task\": \"learn\", \"nth\": 1}"},
-            {"log", "{\"event\": \"log\", \"process\": \"aggregator\", \"contains\": \"learner joined\"}"},
             {"ready", "{\"event\": \"ready\", \"process\": \"aggregator\"}"},
             {"exit", "{\"event\": \"exit\", \"process\": \"coordinator\"}"},
         };
@@ -911,6 +963,8 @@ static void parse_when(vctx *v, sc_scenario *s, const cJSON *on, const char *pat
         break;
     }
     if (w->kind == SC_WHEN_LOG) {
+        verr(v, path, "the log event is no longer a trigger: the runner reads the processes' events, not their "
+                      "logs (docs/events.md); use learner_task, task_sent, task_done, ready or exit");
         w->contains = get_str(v, on, path, "contains", true);
         if (w->contains && !w->contains[0])
             verr(v, path, "contains: an empty text matches every line");
@@ -1005,6 +1059,14 @@ static void parse_actions(vctx *v, sc_scenario *s, const cJSON *root)
                     ac->proc < SC_PROC_GROUP0)
                     verr(v, tp, "%s goes to a learner group's control port; use operator_fault for the operator",
                          sc_do_name(ac->what));
+                if (ac->proc >= SC_PROC_GROUP0 && s->groups[ac->proc - SC_PROC_GROUP0].address)
+                    verr(v, tp, "group '%s' is a learner already running (an address): the runner has no process "
+                         "of it to signal or fault", s->groups[ac->proc - SC_PROC_GROUP0].name);
+                else if ((ac->what == SC_DO_FAULT || ac->what == SC_DO_CLEAR_FAULTS) && ac->proc >= SC_PROC_GROUP0 &&
+                         s->groups[ac->proc - SC_PROC_GROUP0].command)
+                    verr(v, tp, "%s is a protocol fault and needs the mock learner; group '%s' is given by command "
+                         "(process actions work on it: kill, term, stop, cont, restart)",
+                         sc_do_name(ac->what), s->groups[ac->proc - SC_PROC_GROUP0].name);
                 if (ac->what == SC_DO_START && ac->proc >= SC_PROC_GROUP0 &&
                     !s->groups[ac->proc - SC_PROC_GROUP0].absent)
                     verr(v, dp, "start is for a group marked \"absent\": true; '%s' is started by the runner",
@@ -1137,10 +1199,90 @@ static void parse_expect_tasks(vctx *v, sc_scenario *s, const cJSON *list, const
     }
 }
 
+/* expect.events: [{"process", "event", "learner"?, "where"?, "contains"?,
+ * "min"?, "max"?}] (see sc_expect_event). */
+static void parse_expect_events(vctx *v, sc_scenario *s, const cJSON *ev)
+{
+    sc_expect *e = &s->expect;
+    if (!ev || !want_type(v, ev, "expect.events", "list"))
+        return;
+    static const char *const k2[] = {"process", "event", "learner", "where", "contains", "min", "max", NULL};
+    e->events = xcalloc((size_t)cJSON_GetArraySize(ev) + 1, sizeof *e->events);
+    size_t i = 0;
+    for (const cJSON *m = ev->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.events[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_event *x = &e->events[e->nevents++];
+        x->line = line_of(v, p);
+        x->learner = -1;
+        x->process = get_str(v, m, p, "process", true);
+        if (x->process) {
+            char *pp = jpath(p, "process");
+            proc_ref(v, s, x->process, pp, NULL);
+            free(pp);
+        }
+        char *name = get_str(v, m, p, "event", true);
+        x->event = name ? evt_lookup(name) : -1;
+        if (name && x->event < 0) {
+            xbuf known = {0};
+            for (int k = 0; k < EVT_COUNT; k++)
+                xbuf_printf(&known, "%s%s", k ? ", " : "", evt_name((evt_id)k));
+            char *ep = jpath(p, "event");
+            verr(v, ep, "no event '%s' (docs/events.md: %s)", name, known.data);
+            free(ep);
+            xbuf_free(&known);
+        }
+        free(name);
+        const cJSON *lr = jsonx_get(m, "learner");
+        if (lr) {
+            char *lp = jpath(p, "learner");
+            x->learner = learner_ref(v, s, lr, lp);
+            free(lp);
+        }
+        for (int w = 0; w < 2; w++) {
+            const char *key = w ? "contains" : "where";
+            const cJSON *o = jsonx_get(m, key);
+            if (!o)
+                continue;
+            char *op = jpath(p, key);
+            if (want_type(v, o, op, "object")) {
+                for (const cJSON *f = o->child; f; f = f->next) {
+                    int fid = -1;
+                    for (int k = 0; k < EVT_FIELD_COUNT; k++)
+                        if (strcmp(evt_field_name((evt_field_id)k), f->string) == 0)
+                            fid = k;
+                    char *fp = jpath(op, f->string);
+                    if (fid < 0 || (x->event >= 0 && !(evt_mask((evt_id)x->event) & (UINT64_C(1) << fid))))
+                        verr(v, fp, "the event %s has no field '%s' (docs/events.md)",
+                             x->event >= 0 ? evt_name((evt_id)x->event) : "?", f->string);
+                    else if (w && !cJSON_IsString(f))
+                        verr(v, fp, "must be a string (a text the field contains), not %s", jsonx_type_name(f));
+                    free(fp);
+                }
+                if (w)
+                    x->contains = jsonx_dup(o);
+                else
+                    x->where = jsonx_dup(o);
+            }
+            free(op);
+        }
+        x->min = (int)get_int(v, m, p, "min", 0, 1000000000L, 1);
+        x->max = (int)get_int(v, m, p, "max", -1, 1000000000L, -1);
+        if (x->max >= 0 && x->min > x->max) {
+            verr(v, p, "min %d is above max %d", x->min, x->max);
+        }
+        free(p);
+    }
+}
+
 static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
 {
     static const char *const keys[] = {"coordinator_ok", "task_count", "all_tasks", "tasks", "failures_contain",
-                                       "world_size", "metrics", "logs", "learner_tasks", "exits", "operator",
+                                       "world_size", "metrics", "logs", "events", "learner_tasks", "exits", "operator",
                                        "exactly_once", "max_duration_ms", "aggregator_alive", NULL};
     sc_expect *e = &s->expect;
     e->coordinator_ok = -1;
@@ -1291,6 +1433,8 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
             free(p);
         }
     }
+
+    parse_expect_events(v, s, jsonx_get(x, "events"));
 
     const cJSON *lt = jsonx_get(x, "learner_tasks");
     if (lt && want_type(v, lt, "expect.learner_tasks", "list")) {
@@ -1579,8 +1723,11 @@ void sc_scenario_free(sc_scenario *s)
         free(s->groups[g].name);
         free_strs(s->groups[g].faults, s->groups[g].nfaults);
         free_strs(s->groups[g].args, s->groups[g].nargs);
+        util_strv_free(s->groups[g].command);
+        free(s->groups[g].address);
     }
     free(s->groups);
+    sc_profile_free(s->profile);
     free_strs(s->agg_args, s->nagg_args);
     free_strs(s->agg_env, s->nagg_env);
     free_strs(s->op_args, s->nop_args);
@@ -1618,6 +1765,12 @@ void sc_scenario_free(sc_scenario *s)
         cJSON_Delete(e->metrics[i].labels);
     }
     free(e->metrics);
+    for (size_t i = 0; i < e->nevents; i++) {
+        free(e->events[i].process);
+        cJSON_Delete(e->events[i].where);
+        cJSON_Delete(e->events[i].contains);
+    }
+    free(e->events);
     for (size_t i = 0; i < e->nlogs; i++) {
         free(e->logs[i].process);
         free(e->logs[i].contains);

@@ -58,8 +58,17 @@ typedef struct {
     size_t nfaults;
     char **args;      /* extra command-line arguments */
     size_t nargs;
+    /* Instead of the mock (docs/scenarios.md, "Real learners"): */
+    char **command;   /* any slave executable serving count learners from
+                         {port} on ({host}, {port}, {count}, {mock_learner});
+                         NULL-terminated, or NULL: the mock */
+    char *address;    /* "HOST:PORT" of a learner already running (count 1;
+                         the runner starts and signals nothing), or NULL */
     int line;
 } sc_group;
+
+/* The group is our mock_learner (faults, task events and dumps need it). */
+#define SC_GROUP_IS_MOCK(g) (!(g)->command && !(g)->address)
 
 typedef enum {
     SC_WHEN_AT = 0,        /* at_ms */
@@ -162,6 +171,19 @@ typedef struct {
     int line;
 } sc_expect_log;
 
+/* Events a process must write (docs/events.md): how many lines of one
+ * event, optionally about one learner, whose fields equal the values of
+ * "where" and contain the texts of "contains". */
+typedef struct {
+    char *process;
+    int event;       /* evt_id */
+    int learner;     /* global index; -1: any */
+    cJSON *where;    /* object: field -> exact value, or NULL */
+    cJSON *contains; /* object: field -> text it contains, or NULL */
+    int min, max;    /* max < 0: unbounded */
+    int line;
+} sc_expect_event;
+
 typedef struct {
     int learner;     /* global index */
     char *task;      /* full name or NULL: any */
@@ -192,6 +214,8 @@ typedef struct {
     size_t nmetrics;
     sc_expect_log *logs;
     size_t nlogs;
+    sc_expect_event *events;
+    size_t nevents;
     sc_expect_learner_tasks *learner_tasks;
     size_t nlearner_tasks;
     sc_expect_exit *exits;
@@ -232,6 +256,8 @@ typedef struct {
     char **agg_env;    /* "NAME=value" */
     size_t nagg_env;
     bool k8s;          /* operator mode: a mock_operator is started */
+    struct sc_profile *profile; /* "aggregator": {"profile": FILE}, owned; NULL:
+                                   ours (--aggregator-profile overrides it) */
     char **op_args;
     size_t nop_args;
     char **op_faults;  /* JSON texts, added once the operator is ready */

@@ -134,6 +134,7 @@ typedef struct {
     double t;    /* when (ms since start, source time) */
     double back_after; /* drop: ms until it listened again; < 0 none */
     bool exits;  /* the process exits (crash) */
+    bool before; /* crash: before answering /task/new (else while it works) */
 } fault;
 
 typedef struct {
@@ -155,6 +156,9 @@ typedef struct {
     double left_t;
     char *left_cause;
     bool left_in_task;  /* its leave is explained by a task failure */
+    bool gone;          /* a fault took it away and it has not come back */
+    bool busy;          /* a hang holds it: later parts are refused (601) */
+    double in_flight_t; /* when its part in flight was sent */
     size_t last_fault;  /* index + 1 of the fault its leave belongs to */
 } learner;
 
@@ -188,6 +192,10 @@ typedef struct {
     double end_t;
     bool shutdown_mid_task;
     double shutdown_t;
+    size_t shutdown_task;   /* index of the task in flight then */
+    bool coordinator_lost;  /* the aggregator lost its coordinator mid-task */
+    double coordinator_lost_t;
+    size_t coordinator_lost_task;
     char *shutdown_signal;
     cJSON *inferred, *unknown; /* lists of sentences for the comment */
     cJSON *failed_reported;
@@ -341,9 +349,14 @@ static void on_part_failed(model *m, learner *l, const evt_record *r, double t)
     evt_int(r, EVT_F_http_status, &hs);
     int c = cause ? evt_cause_lookup(cause) : EVT_CAUSE_other;
     fault *f = NULL;
+    /* a hung learner refuses what comes next ("Already has a task", HTTP
+     * 400): the hang explains it */
+    if (l->busy && c == EVT_CAUSE_http_status && hs == 400)
+        return;
     switch (c) {
     case EVT_CAUSE_deadline:
         f = add_fault(l, "hang", name, at, t);
+        l->busy = true;
         break;
     case EVT_CAUSE_http_status:
         f = add_fault(l, "error_status", name, at, t);
@@ -365,11 +378,17 @@ static void on_part_failed(model *m, learner *l, const evt_record *r, double t)
     case EVT_CAUSE_heartbeat:
     case EVT_CAUSE_refused:
     case EVT_CAUSE_unreachable:
-        /* the learner went away while it worked: a crash unless it came
-         * back (decided when its retake is seen) */
+        /* the learner went away: a crash unless it came back (decided when
+         * its retake is seen); refused at /task/new: before it took the
+         * task. A learner already gone fails its later parts the same way:
+         * one fault, not one per part. */
+        if (l->gone)
+            return;
         f = add_fault(l, "crash", name, at, t);
         f->exits = true;
+        f->before = c == EVT_CAUSE_refused || c == EVT_CAUSE_unreachable;
         l->left_in_task = true;
+        l->gone = true;
         break;
     case EVT_CAUSE_restarted:
         f = add_fault(l, "drop", name, at, t);
@@ -391,6 +410,8 @@ static void on_part_failed(model *m, learner *l, const evt_record *r, double t)
 static void on_left(model *m, learner *l, const evt_record *r, double t)
 {
     const char *cause = evt_str(r, EVT_F_cause);
+    if (cause && strcmp(cause, "shutdown") == 0)
+        return; /* the end of the run, not part of the incident */
     l->down = true;
     l->left_t = t;
     free(l->left_cause);
@@ -408,8 +429,11 @@ static void on_left(model *m, learner *l, const evt_record *r, double t)
     } else if (c == EVT_CAUSE_operator || c == EVT_CAUSE_shutdown || c == EVT_CAUSE_disconnected) {
         /* the operator's list or the end of the run: not a fault */
     } else {
+        if (l->gone)
+            return;
         fault *f = add_fault(l, "die", NULL, 0, t);
         (void)f;
+        l->gone = true;
         l->last_fault = l->nfaults;
         note(m->inferred, "%s: went away while idle (cause %s)", l->id, cause ? cause : "none");
     }
@@ -430,11 +454,46 @@ static void on_retaken(model *m, learner *l, double t)
             f->back_after = away > m->retry_ms ? away - m->retry_ms / 2 : away / 2;
             note(m->inferred, "%s: came back %.0f ms after it left (a drop)", l->id, away);
         } else if (strcmp(f->kind, "no_heartbeat") == 0) {
-            note(m->unknown, "%s was retaken %.0f ms after its heartbeats stopped: the replay keeps it out", l->id,
-                 away);
+            /* silent, then taken back: it went away (forgot the master and
+             * stopped listening) and came back: a drop from when its
+             * heartbeats stopped, listening again a little before the
+             * attempt that took it */
+            free(f->kind);
+            f->kind = xstrdup("drop");
+            double back = (t - f->t) - m->retry_ms / 2;
+            f->back_after = back > 1 ? back : 1;
+            note(m->inferred, "%s: silent, then taken back %.0f ms after it stopped (a drop)", l->id, t - f->t);
         }
     }
     l->down = false;
+    l->gone = false;
+}
+
+/* A merge that failed names the learner whose result did not fit: that
+ * learner's result was bad at that task. */
+static void on_unmergeable(model *m, const task *tk, double t)
+{
+    /* the first learner named is the odd one ("learner 'x' has a list
+     * where 'y' has an object") */
+    learner *odd = NULL;
+    const char *first = NULL;
+    for (size_t i = 0; i < m->nl; i++) {
+        char quoted[300];
+        snprintf(quoted, sizeof quoted, "'%s'", m->L[i].id);
+        const char *hit = strstr(tk->message, quoted);
+        if (hit && (!first || hit < first)) {
+            first = hit;
+            odd = &m->L[i];
+        }
+    }
+    if (!odd) {
+        note(m->unknown, "which learner's result could not be merged at %s (\"%s\")", tk->name, tk->message);
+        return;
+    }
+    long at = odd->sent[task_kind(tk->name)];
+    add_fault(odd, "bad_result", tk->name, at, t);
+    odd->last_fault = odd->nfaults;
+    note(m->inferred, "%s: bad_result at %s #%ld (the merge failed on its result)", odd->id, tk->name, at);
 }
 
 static void build(model *m, const sfe_log *log)
@@ -507,6 +566,7 @@ static void build(model *m, const sfe_log *log)
                 const char *name = evt_str(r, EVT_F_name);
                 l->sent[task_kind(name)]++;
                 l->in_task = true;
+                l->in_flight_t = t;
                 int64_t items;
                 if (task_kind(name) == 3 && evt_int(r, EVT_F_items, &items) && items > 0)
                     l->batch = (long)items;
@@ -518,6 +578,7 @@ static void build(model *m, const sfe_log *log)
                 const char *st = evt_str(r, EVT_F_status);
                 double lat;
                 if (st && strcmp(st, "completed") == 0) {
+                    l->busy = false;
                     if (task_kind(evt_str(r, EVT_F_name)) == 3 && evt_dbl(r, EVT_F_latency_ms, &lat) &&
                         (l->learn_ms < 0 || lat < l->learn_ms))
                         l->learn_ms = lat;
@@ -532,6 +593,16 @@ static void build(model *m, const sfe_log *log)
                 cur->status = dup_or_null(evt_str(r, EVT_F_status));
                 cur->message = dup_or_null(evt_str(r, EVT_F_message));
                 cur->cause = dup_or_null(evt_str(r, EVT_F_cause));
+                if (cur->cause && strcmp(cur->cause, "unmergeable") == 0 && cur->message)
+                    on_unmergeable(m, cur, t);
+            }
+            break;
+        case EVT_master_lost:
+            /* the aggregator's own slave end lost its coordinator */
+            if (!evt_str(r, EVT_F_learner) && cur && cur->t_done < 0 && !m->coordinator_lost) {
+                m->coordinator_lost = true;
+                m->coordinator_lost_t = t;
+                m->coordinator_lost_task = m->nt - 1;
             }
             break;
         case EVT_operator_sync:
@@ -542,6 +613,7 @@ static void build(model *m, const sfe_log *log)
             if (cur && (cur->t_done < 0 || (cur->cause && strcmp(cur->cause, "shutdown") == 0))) {
                 m->shutdown_mid_task = true;
                 m->shutdown_t = t;
+                m->shutdown_task = m->nt - 1;
                 m->shutdown_signal = dup_or_null(evt_str(r, EVT_F_signal));
             }
             break;
@@ -646,7 +718,7 @@ static void learner_group(const model *m, cJSON *groups, const learner *l, size_
             cJSON_AddStringToObject(f, "task", x->task);
             add_int(f, "at", x->at);
             if (strcmp(x->kind, "crash") == 0)
-                cJSON_AddStringToObject(f, "when", "during");
+                cJSON_AddStringToObject(f, "when", x->before ? "before" : "during");
             if (strcmp(x->kind, "error_status") == 0)
                 add_int(f, "status", x->status);
             if (strcmp(x->kind, "drop") == 0)
@@ -663,13 +735,26 @@ static void learner_group(const model *m, cJSON *groups, const learner *l, size_
 
 static void group_of(const model *m, const learner *l, char *out, size_t len);
 
+/* A learn that was still running when the run was cut (SIGTERM, the
+ * coordinator lost) must still be running at that point of the replay. */
+static double min_learn_ms(const model *m)
+{
+    size_t i = m->shutdown_mid_task ? m->shutdown_task : m->coordinator_lost ? m->coordinator_lost_task : SIZE_MAX;
+    if (i == SIZE_MAX || task_kind(m->T[i].name) != 3)
+        return 0;
+    double stop = m->shutdown_mid_task ? m->shutdown_t : m->coordinator_lost_t;
+    return 2 * (stop - m->T[i].t_recv);
+}
+
 static void add_groups(const model *m, cJSON *sc)
 {
     cJSON *groups = cJSON_AddArrayToObject(sc, "learners");
     size_t i = 0, pool = 0;
+    double floor_ms = min_learn_ms(m);
     while (i < m->nl) {
         const learner *l = &m->L[i];
-        long learn = l->learn_ms > 0 ? sc_ms(m, l->learn_ms) : 0;
+        double lm = l->learn_ms > floor_ms ? l->learn_ms : floor_ms;
+        long learn = lm > 0 ? sc_ms(m, lm) : 0;
         if (special(l)) {
             char name[80];
             group_of(m, l, name, sizeof name);
@@ -701,8 +786,13 @@ static void add_coordinator(const model *m, cJSON *sc)
         const task *t = &m->T[i];
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "name", t->name ? t->name : "resource");
-        if (task_kind(t->name) == 3)
+        /* a learn of the last get-data's batch follows the world the replay
+         * has then; one whose length was wrong keeps its length */
+        bool wrong = t->cause && strcmp(t->cause, "wrong_length") == 0;
+        if (task_kind(t->name) == 3 && (wrong || !seen_get_data))
             add_int(x, "items", t->items >= 0 ? (long)t->items : 0);
+        else if (task_kind(t->name) == 3)
+            cJSON_AddStringToObject(x, "items", "batch");
         if (task_kind(t->name) == 2)
             seen_get_data = true;
         if (i > 0 && m->T[i - 1].t_done >= 0) {
@@ -729,6 +819,40 @@ static const learner *by_id(const model *m, const char *id)
     return NULL;
 }
 
+/* How the scenario names a learner: the runner numbers learners over its
+ * groups in order, learner0, learner1, ...; the groups follow the source's
+ * learners in order, so the i-th is learner<i> in the replay whatever the
+ * aggregator called it there (a Kubernetes pod name, "learner3.localhost:
+ * 22803"). */
+static void ref_name(const model *m, const learner *l, char *out, size_t len)
+{
+    snprintf(out, len, "learner%zu", (size_t)(l - m->L));
+}
+
+/* An action a while after the coordinator sent task i, as it happened
+ * there: {"on": {"event": "task_sent", "task": NAME, "nth": k},
+ * "delay_ms": d, "do": what, "target": target}. */
+static void add_task_action(const model *m, cJSON *acts, size_t i, double when, const char *what, const char *target)
+{
+    const task *t = &m->T[i];
+    long nth = 0;
+    for (size_t j = 0; j <= i; j++)
+        nth += m->T[j].name && t->name && strcmp(m->T[j].name, t->name) == 0;
+    cJSON *a = cJSON_CreateObject();
+    cJSON *on = cJSON_AddObjectToObject(a, "on");
+    cJSON_AddStringToObject(on, "event", "task_sent");
+    cJSON_AddStringToObject(on, "task", t->name ? t->name : "resource");
+    add_int(on, "nth", nth);
+    long d = sc_ms(m, when - t->t_recv);
+    if (d > 0)
+        add_int(a, "delay_ms", d);
+    cJSON_AddStringToObject(a, "do", what);
+    cJSON_AddStringToObject(a, "target", target);
+    cJSON_AddItemToArray(acts, a);
+    note(m->inferred, "%s of %s %.0f ms after %s #%ld was sent", what, target, when - t->t_recv,
+         t->name ? t->name : "?", nth);
+}
+
 static void add_actions(const model *m, cJSON *sc)
 {
     cJSON *acts = cJSON_CreateArray();
@@ -741,7 +865,9 @@ static void add_actions(const model *m, cJSON *sc)
             cJSON *a = cJSON_CreateObject();
             add_int(a, "at_ms", sc_ms(m, x->t));
             cJSON_AddStringToObject(a, "do", "fault");
-            cJSON_AddStringToObject(a, "target", l->id);
+            char ref[32];
+            ref_name(m, l, ref, sizeof ref);
+            cJSON_AddStringToObject(a, "target", ref);
             cJSON *f = cJSON_AddObjectToObject(a, "fault");
             cJSON_AddStringToObject(f, "kind", x->kind);
             if (strcmp(x->kind, "drop") == 0)
@@ -782,21 +908,23 @@ static void add_actions(const model *m, cJSON *sc)
             add_int(a, "at_ms", sc_ms(m, when > 0 ? when : 0));
             cJSON_AddStringToObject(a, "do", "operator_set");
             cJSON *ls = cJSON_AddArrayToObject(a, "learners");
-            for (const cJSON *c = s->list->child; c; c = c->next)
-                if (by_id(m, c->valuestring))
-                    cJSON_AddItemToArray(ls, cJSON_CreateString(c->valuestring));
+            for (const cJSON *c = s->list->child; c; c = c->next) {
+                const learner *l = by_id(m, c->valuestring);
+                char ref[32];
+                if (!l)
+                    continue;
+                ref_name(m, l, ref, sizeof ref);
+                cJSON_AddItemToArray(ls, cJSON_CreateString(ref));
+            }
             cJSON_AddItemToArray(acts, a);
         }
     }
-    if (m->shutdown_mid_task) {
-        cJSON *a = cJSON_CreateObject();
-        add_int(a, "at_ms", sc_ms(m, m->shutdown_t));
-        cJSON_AddStringToObject(a, "do", "term");
-        cJSON_AddStringToObject(a, "target", "aggregator");
-        cJSON_AddItemToArray(acts, a);
-        note(m->inferred, "the aggregator was asked to stop (%s) while a task was in flight",
-             m->shutdown_signal ? m->shutdown_signal : "a signal");
-    }
+    if (m->shutdown_mid_task)
+        add_task_action(m, acts, m->shutdown_task, m->shutdown_t, "term", "aggregator");
+    if (m->coordinator_lost)
+        /* the aggregator hears of it a little after the kill */
+        add_task_action(m, acts, m->coordinator_lost_task, m->coordinator_lost_t - m->retry_ms / 4, "kill",
+                        "coordinator");
     if (cJSON_GetArraySize(acts))
         cJSON_AddItemToObject(sc, "actions", acts);
     else
@@ -852,7 +980,10 @@ static void add_expect(const model *m, cJSON *sc, sfe_expect_mode mode)
 {
     cJSON *ex = cJSON_AddObjectToObject(sc, "expect");
     cJSON *tasks = cJSON_AddArrayToObject(ex, "tasks");
-    for (size_t i = 0; i < m->nt; i++) {
+    /* a coordinator killed prints no summary: nothing to say of its tasks;
+     * after a SIGTERM, of those up to the one in flight */
+    size_t ntasks = m->coordinator_lost ? 0 : m->shutdown_mid_task ? m->shutdown_task + 1 : m->nt;
+    for (size_t i = 0; i < ntasks; i++) {
         const task *t = &m->T[i];
         cJSON *x = cJSON_CreateObject();
         add_int(x, "index", (long)i);
@@ -863,7 +994,9 @@ static void add_expect(const model *m, cJSON *sc, sfe_expect_mode mode)
                 const char *hit = strstr(t->message, m->L[j].id);
                 size_t n = strlen(m->L[j].id);
                 if (hit && !(hit[n] >= '0' && hit[n] <= '9')) {
-                    cJSON_AddStringToObject(x, "message_contains", m->L[j].id);
+                    char ref[32];
+                    ref_name(m, &m->L[j], ref, sizeof ref);
+                    cJSON_AddStringToObject(x, "message_contains", ref);
                     break;
                 }
             }
@@ -873,17 +1006,34 @@ static void add_expect(const model *m, cJSON *sc, sfe_expect_mode mode)
             for (size_t j = 0; failed && j < m->nl; j++)
                 for (size_t k = 0; k < m->L[j].nfaults; k++)
                     if (m->L[j].faults[k].task && t->name && strcmp(m->L[j].faults[k].task, t->name) == 0 &&
-                        m->L[j].faults[k].exits)
-                        cJSON_AddStringToObject(x, "message_contains", m->L[j].id);
+                        m->L[j].faults[k].exits) {
+                        char ref[32];
+                        ref_name(m, &m->L[j], ref, sizeof ref);
+                        cJSON_AddStringToObject(x, "message_contains", ref);
+                    }
         }
         (void)short_name;
         cJSON_AddItemToArray(tasks, x);
     }
-    cJSON *world = cJSON_AddArrayToObject(ex, "world_size");
-    cJSON *w = cJSON_CreateObject();
-    add_int(w, "at_end", final_world(m));
-    cJSON_AddItemToArray(world, w);
+    if (!m->shutdown_mid_task) {
+        cJSON *world = cJSON_AddArrayToObject(ex, "world_size");
+        cJSON *w = cJSON_CreateObject();
+        add_int(w, "at_end", final_world(m));
+        cJSON_AddItemToArray(world, w);
+    }
     cJSON *exits = cJSON_CreateArray();
+    if (m->shutdown_mid_task) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "process", "aggregator");
+        add_int(e, "code", 0);
+        cJSON_AddItemToArray(exits, e);
+    }
+    if (m->coordinator_lost) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "process", "coordinator");
+        cJSON_AddBoolToObject(e, "signal", 1);
+        cJSON_AddItemToArray(exits, e);
+    }
     for (size_t i = 0; i < m->nl; i++)
         for (size_t k = 0; k < m->L[i].nfaults; k++)
             if (m->L[i].faults[k].exits) {
@@ -901,7 +1051,15 @@ static void add_expect(const model *m, cJSON *sc, sfe_expect_mode mode)
         cJSON_Delete(exits);
     if (m->k8s && cJSON_GetArraySize(m->failed_reported)) {
         cJSON *op = cJSON_AddObjectToObject(ex, "operator");
-        cJSON_AddItemToObject(op, "failed_learners", cJSON_Duplicate(m->failed_reported, 1));
+        cJSON *fl = cJSON_AddArrayToObject(op, "failed_learners");
+        for (const cJSON *c = m->failed_reported->child; c; c = c->next) {
+            const learner *l = by_id(m, c->valuestring);
+            char ref[32];
+            if (!l)
+                continue;
+            ref_name(m, l, ref, sizeof ref);
+            cJSON_AddItemToArray(fl, cJSON_CreateString(ref));
+        }
     }
     if (mode == SFE_EXPECT_CORRECT) {
         cJSON_AddBoolToObject(ex, "exactly_once", 1);
@@ -977,6 +1135,10 @@ cJSON *sfe_scenario(const sfe_log *log, const sfe_opts *o, char *err, size_t err
     long run_ms = sc_ms(&m, m.end_t);
     long timeout = run_ms * 3 + 10000;
     add_int(sc, "timeout_ms", timeout > 600000 ? 600000 : timeout);
+    /* as long as the source ran (what a fault did late, such as a lost
+     * heartbeat, shows only if the replay lasts that long) */
+    if (!m.shutdown_mid_task && run_ms > 0)
+        add_int(sc, "min_run_ms", run_ms);
     add_timings(&m, sc);
     add_groups(&m, sc);
     if (m.k8s)
@@ -1004,20 +1166,31 @@ cJSON *sfe_outcomes(const sfe_log *log)
         cJSON_AddItemToArray(p, cJSON_CreateString(m.T[i].status ? m.T[i].status : "unfinished"));
         cJSON_AddItemToArray(tasks, p);
     }
+    /* learners by their place (learner<i>), as a replay names them */
+    char ref[32];
     cJSON *left = cJSON_AddArrayToObject(o, "left");
     for (size_t i = 0; i < log->n; i++) {
         const evt_record *r = &log->lines[i].rec;
         if (r->id != EVT_learner_left)
             continue;
         const char *c = evt_str(r, EVT_F_cause);
-        if (c && strcmp(c, "shutdown") == 0)
+        const learner *l = evt_str(r, EVT_F_learner) ? by_id(&m, evt_str(r, EVT_F_learner)) : NULL;
+        if ((c && strcmp(c, "shutdown") == 0) || !l)
             continue;
+        ref_name(&m, l, ref, sizeof ref);
         cJSON *p = cJSON_CreateArray();
-        cJSON_AddItemToArray(p, cJSON_CreateString(evt_str(r, EVT_F_learner) ? evt_str(r, EVT_F_learner) : "?"));
+        cJSON_AddItemToArray(p, cJSON_CreateString(ref));
         cJSON_AddItemToArray(p, cJSON_CreateString(c ? c : "none"));
         cJSON_AddItemToArray(left, p);
     }
-    cJSON_AddItemToObject(o, "failed", cJSON_Duplicate(m.failed_reported, 1));
+    cJSON *failed = cJSON_AddArrayToObject(o, "failed");
+    for (const cJSON *c = m.failed_reported->child; c; c = c->next) {
+        const learner *l = by_id(&m, c->valuestring);
+        if (!l)
+            continue;
+        ref_name(&m, l, ref, sizeof ref);
+        cJSON_AddItemToArray(failed, cJSON_CreateString(ref));
+    }
     add_int(o, "final_world", final_world(&m));
     free_model(&m);
     return o;

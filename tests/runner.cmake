@@ -18,6 +18,23 @@ if(TARGET runner_core AND TARGET run_scenarios)
     set_tests_properties(test_runner_${t} PROPERTIES TIMEOUT 180 LABELS "runner;e2e" SKIP_RETURN_CODE 77)
   endforeach()
 
+  # the runner reads events: faults on the timeline, never-fired faults,
+  # expect.events, bad event lines (tests/test_runner_events.sh)
+  add_test(NAME test_runner_events
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_events.sh $<TARGET_FILE:run_scenarios>
+                   ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/events $<TARGET_FILE:mock_learner>)
+  set_tests_properties(test_runner_events PROPERTIES TIMEOUT 180 LABELS "runner;e2e")
+
+  # the whole library with every process's log level at off
+  if(TARGET aggregator)
+    add_test(NAME test_runner_logs_off
+             COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_runner_logs_off.sh $<TARGET_FILE:run_scenarios>
+                     ${CMAKE_SOURCE_DIR} ${DL_RUNNER_OUT}/logs_off $<TARGET_FILE:aggregator>)
+    # alone and one scenario at a time, so that their timings hold under a checker
+    set_tests_properties(test_runner_logs_off PROPERTIES TIMEOUT 300 LABELS "runner;e2e" SKIP_RETURN_CODE 77
+                         RUN_SERIAL TRUE)
+  endif()
+
   # every file of the library validates
   add_test(NAME test_runner_library_valid
            COMMAND run_scenarios --check ${CMAKE_SOURCE_DIR}/scenarios)

@@ -128,7 +128,18 @@ if [ -n "\${KUBERNETES_SERVER_URL:-}" ]; then
     for a in "\$@"; do [ "\$prev" = --slave-port ] && export AGGREGATOR_PORT=\$a; prev=\$a; done
     export KUBERNETES_AGGREGATOR_URL=127.0.0.1:\${AGGREGATOR_PORT:?no --slave-port}
 fi
-exec chroot --userspec=10001:10001 "$root" /usr/bin/aggregator "\$@"
+# --events FILE: the image cannot see the run folder, so the aggregator
+# writes in the image's /tmp and FILE is a link to it (the runner follows it)
+args=(); prev=
+for a in "\$@"; do
+    if [ "\$prev" = --events ]; then
+        inside=/tmp/events-\$\$.jsonl
+        : >"$root\$inside" && chown 10001:10001 "$root\$inside" && ln -sf "$root\$inside" "\$a"
+        a=\$inside
+    fi
+    args+=("\$a"); prev=\$a
+done
+exec chroot --userspec=10001:10001 "$root" /usr/bin/aggregator "\${args[@]}"
 EOF
     chmod +x "$tmp/aggregator-in-image"
     scen=()

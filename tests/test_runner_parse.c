@@ -13,6 +13,7 @@
 
 #include "sc_report.h"
 #include "sc_run.h"
+#include "sc_run_int.h"
 #include "sc_scenario.h"
 
 /* Parses text as "t.json"; returns the scenario or NULL with the errors. */
@@ -481,6 +482,39 @@ static void xml_escaping_covers_markup_and_control_characters(void **state)
     free(out);
 }
 
+/* The runner's events files are read as they grow: a read may end in the
+ * middle of a line, which waits for the rest. */
+typedef struct {
+    char got[8][64];
+    int n;
+} got_lines;
+
+static void collect_line(void *ud, const char *s, size_t len)
+{
+    got_lines *g = ud;
+    assert_true(g->n < 8 && len < 64);
+    memcpy(g->got[g->n], s, len);
+    g->got[g->n++][len] = '\0';
+}
+
+static void events_lines_are_cut_at_newlines_only(void **state)
+{
+    (void)state;
+    static const char *const chunks[] = {"{\"a\": 1}\n{\"b", "\": 2", "}\n", "\n{\"c\": 3}\n{\"d"};
+    got_lines g = {0};
+    xbuf part = {0};
+    for (size_t i = 0; i < 4; i++)
+        sr_split_lines(&part, chunks[i], strlen(chunks[i]), collect_line, &g);
+    assert_int_equal(g.n, 4);
+    assert_string_equal(g.got[0], "{\"a\": 1}");
+    assert_string_equal(g.got[1], "{\"b\": 2}"); /* across three reads */
+    assert_string_equal(g.got[2], "");            /* an empty line is a line (evt_parse_line refuses it) */
+    assert_string_equal(g.got[3], "{\"c\": 3}");
+    assert_int_equal(part.len, 3); /* {"d waits */
+    assert_memory_equal(part.data, "{\"d", 3);
+    xbuf_free(&part);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -520,6 +554,7 @@ int main(void)
         cmocka_unit_test(operator_max_in_flight_is_an_expectation),
         cmocka_unit_test(prometheus_values_are_read_by_name_and_labels),
         cmocka_unit_test(xml_escaping_covers_markup_and_control_characters),
+        cmocka_unit_test(events_lines_are_cut_at_newlines_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
