@@ -165,14 +165,14 @@ static void arm(hs_server *s)
  * would wake it for that run in external mode, so run it once more. */
 static void kick(hs_server *s)
 {
-    for (int i = 0; i < HS_RUNS_PER_KICK; i++) {
+    for (int i = 1;; i++) {
         MHD_run(s->d);
-        if (s->relisten) {
+        if (s->relisten) { /* past the cap too: each one follows a close */
             s->relisten = 0;
             continue;
         }
         MHD_UNSIGNED_LONG_LONG to = 1;
-        if (MHD_get_timeout(s->d, &to) != MHD_YES || to > 0)
+        if (i >= HS_RUNS_PER_KICK || MHD_get_timeout(s->d, &to) != MHD_YES || to > 0)
             break;
     }
     arm(s);
