@@ -62,10 +62,12 @@ class Procs:
         self.out = out
         self.procs = []
 
-    def start(self, name, argv):
+    def start(self, name, argv, rc=0):
+        """rc: the exit status expected (after SIGTERM for a server of ours:
+        0, so that a sanitizer's report at exit fails the check)."""
         err = open(os.path.join(self.out, name + ".err"), "w")
         p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True)
-        self.procs.append((name, p, err))
+        self.procs.append((name, p, err, rc))
         return p
 
     def ready(self, p, name, seconds=15):
@@ -82,7 +84,8 @@ class Procs:
         return line
 
     def stop(self, show):
-        for name, p, err in self.procs:
+        bad = []
+        for name, p, err, rc in self.procs:
             if p.poll() is None:
                 p.terminate()
                 try:
@@ -91,10 +94,15 @@ class Procs:
                     p.kill()
                     p.wait()
             err.close()
-            if show:
+            if p.returncode != rc:
+                bad.append("%s exited %s (expected %d)" % (name, p.returncode, rc))
+            if show or p.returncode != rc:
                 with open(err.name) as f:
                     tail = f.read()[-3000:]
                 print("== %s (exit %s) stderr:\n%s" % (name, p.returncode, tail), flush=True)
+        self.procs = []
+        if bad and not show:
+            raise Failed("; ".join(bad))
 
 
 def close_reference(obj):
@@ -228,8 +236,9 @@ def check_aggregator(build, ding, procs):
             check(learn.get('data') == data[start:start + s.batch_size],
                   "learner%d got items [%d, %d)" % (i, start, start + s.batch_size), learn.get('data'))
             start += s.batch_size
-    finally:
         procs.stop(False)
+        check(True, "our aggregator exited 0 on SIGTERM")
+    finally:
         for s in learners:
             close_reference(s)
 
@@ -311,13 +320,14 @@ def check_master(build, ding, procs):
     check(reports.count(("learner_learn_task", "complete")) == 1 and
           reports.count(("learner_learn_task", "fail")) == 1, "one learn reported complete, one fail", reports)
     procs.stop(False)
+    check(True, "mock_learner exited 0 on SIGTERM")
 
 
 # --- slave: mock_coordinator drives a DI-engine slave -----------------------
 
-def coordinator(build, procs, name, port, args):
+def coordinator(build, procs, name, port, args, rc=0):
     p = procs.start(name, [os.path.join(build, "mock_coordinator", "mock_coordinator"),
-                           "--connect", "%s:%d" % (LOOP, port), "--log-level", "warn"] + args)
+                           "--connect", "%s:%d" % (LOOP, port), "--log-level", "warn"] + args, rc)
     out, _ = p.communicate(timeout=60)
     lines = [x for x in out.splitlines() if x.strip()]
     if not lines:
@@ -403,11 +413,11 @@ def check_slave(build, ding, procs):
 
         with open(script, "w") as f:
             json.dump({"tasks": [{"name": "fake_task", "expect": {"status": "completed"}}]}, f)
-        rc, summary = coordinator(build, procs, "coordinator_wrong", port, ["--script", script])
+        rc, summary = coordinator(build, procs, "coordinator_wrong", port, ["--script", script], 1)
         check(rc == 1 and summary.get("ok") is False and summary.get("failures"),
               "a wrong expectation is reported as failed (exit 1)", rc, summary.get("failures"))
-    finally:
         procs.stop(False)
+    finally:
         close_reference(slave)
 
 
