@@ -279,7 +279,7 @@ def check_master(build, ding, procs):
         check(t.status == TaskStatus.COMPLETED and t.result.get('batch_size') == 8
               and t.result.get('task_id') == 'task_7' and t.result.get('buffer_id') == 'buffer_7',
               "get-data: batch_size 8 and the start task's ids", t.result)
-        items = [{'obs': i, 'pad': 'x' * 100} for i in range(8)]
+        items = [{'obs': i, 'pad': 'x' * 200000} for i in range(8)]  # 1.6 MB: past libcurl's and MHD's small-body paths
         t = run_task(conn, {'name': 'learner_learn_task', 'data': items})
         check(t.status == TaskStatus.COMPLETED and isinstance(t.result.get('info'), dict)
               and t.result.get('task_id') == 'task_7', "learn completed with an info object", t.status, t.result)
@@ -375,7 +375,9 @@ def check_slave(build, ding, procs):
     slave = Learner(LOOP, port, heartbeat_span=0.2)
     slave.start()
     try:
-        rc, summary = coordinator(build, procs, "coordinator_run", port, ["--rounds", "3", "--expect-learners", "1"])
+        # items of 250 kB: each learn body is 1.5 MB, past libcurl's small-body path
+        rc, summary = coordinator(build, procs, "coordinator_run", port,
+                                  ["--rounds", "3", "--expect-learners", "1", "--item-size", "250000"])
         check(rc == 0 and summary.get("ok") is True, "mock_coordinator's default run against a DI-engine slave",
               rc, summary.get("failures"))
         names = [t['name'] for t in slave.seen]
