@@ -7,7 +7,11 @@ endif()
 # The round trip: run, events file to scenario, replay, same outcomes; for
 # the crash, hang, heartbeat loss, slow join, operator error, restart and
 # return scenarios of the library, and an incident written by hand.
-if(TARGET scenario_from_events AND TARGET run_scenarios)
+# Not in sanitizer builds: the source runs' timings (170 ms heartbeat
+# tolerances) are too tight for instrumented processes on a loaded machine,
+# and a spurious loss in a source run is faithfully replayed as a fault
+# (test_sfe covers the converter there).
+if(TARGET scenario_from_events AND TARGET run_scenarios AND SANITIZE STREQUAL "")
   set(DL_RT_SCENARIOS crash_learn crash_start hang_past_deadline heartbeat_loss slow_join_past operator_down
       restart_learner learner_returns coordinator_gone sigterm_mid_task)
   set(DL_RT_FILES ${CMAKE_CURRENT_LIST_DIR}/replay/incident_oom.json)
