@@ -152,15 +152,28 @@ static void arm(hs_server *s)
     s->timer = ev_timer_start(s->loop, to, on_timer, s);
 }
 
+/* One MHD_run reads a connection's socket once (at most its free buffer
+ * space, under 32 KiB) and leaves it on its ready list if more is waiting
+ * (edge-triggered epoll: nothing wakes the loop for it again). Going back
+ * through the loop for each piece cost two epoll_wait per recv on a large
+ * body; so MHD runs again at once while it says it has work ready, up to
+ * this many times before the loop's other fds get their turn. */
+#define HS_RUNS_PER_KICK 16
+
 /* At its connection limit MHD takes the listening socket out of its epoll
  * set, and puts it back at the start of the MHD_run after a close; nothing
  * would wake it for that run in external mode, so run it once more. */
 static void kick(hs_server *s)
 {
-    MHD_run(s->d);
-    if (s->relisten) {
-        s->relisten = 0;
+    for (int i = 1;; i++) {
         MHD_run(s->d);
+        if (s->relisten) { /* past the cap too: each one follows a close */
+            s->relisten = 0;
+            continue;
+        }
+        MHD_UNSIGNED_LONG_LONG to = 1;
+        if (i >= HS_RUNS_PER_KICK || MHD_get_timeout(s->d, &to) != MHD_YES || to > 0)
+            break;
     }
     arm(s);
 }

@@ -185,6 +185,23 @@ static int parse_expect(const vctx *v, const char *where, const cJSON *e, mcs_ta
     return 0;
 }
 
+/* An optional member key of j: milliseconds from lo to MCS_DEADLINE_MAX_MS
+ * into *out (left alone when absent). 0 or -1 (reported). */
+static int get_ms(const vctx *v, const char *where, const cJSON *j, const char *key, long lo, long *out)
+{
+    const cJSON *x = jsonx_get(j, key);
+    if (!x)
+        return 0;
+    int64_t ms;
+    if (!jsonx_get_i64(x, &ms) || ms < lo || ms > MCS_DEADLINE_MAX_MS) {
+        char w[160];
+        snprintf(w, sizeof w, "%s.%s", where, key);
+        return fail(v, w, "must be an integer number of milliseconds from %ld to %ld", lo, MCS_DEADLINE_MAX_MS);
+    }
+    *out = (long)ms;
+    return 0;
+}
+
 static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_data, mcs_task *t)
 {
     static const char *const keys[] = {"name", "data", "items", "expect", "deadline_ms", "delay_ms",
@@ -246,22 +263,9 @@ static int parse_task(const vctx *v, size_t i, const cJSON *j, bool seen_get_dat
         if (parse_expect(v, w, e, t) < 0)
             return -1;
     }
-    const cJSON *dl = jsonx_get(j, "deadline_ms");
-    if (dl) {
-        int64_t ms;
-        snprintf(w, sizeof w, "%s.deadline_ms", where);
-        if (!jsonx_get_i64(dl, &ms) || ms < 1 || ms > MCS_DEADLINE_MAX_MS)
-            return fail(v, w, "must be an integer number of milliseconds from 1 to %ld", MCS_DEADLINE_MAX_MS);
-        t->deadline_ms = (long)ms;
-    }
-    const cJSON *dy = jsonx_get(j, "delay_ms");
-    if (dy) {
-        int64_t ms;
-        snprintf(w, sizeof w, "%s.delay_ms", where);
-        if (!jsonx_get_i64(dy, &ms) || ms < 0 || ms > MCS_DEADLINE_MAX_MS)
-            return fail(v, w, "must be an integer number of milliseconds from 0 to %ld", MCS_DEADLINE_MAX_MS);
-        t->delay_ms = (long)ms;
-    }
+    if (get_ms(v, where, j, "deadline_ms", 1, &t->deadline_ms) < 0 ||
+        get_ms(v, where, j, "delay_ms", 0, &t->delay_ms) < 0)
+        return -1;
     if (get_bool(v, where, j, "stop_on_failure", &t->stop_on_failure) < 0)
         return -1;
     /* A get-data that completes must give a usable batch size, unless the

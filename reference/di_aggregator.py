@@ -26,16 +26,13 @@ Prints one line {"ready": true, "pid", "slave_port", "master_port",
 "world_size"} once start() has returned with both ends up; exits 3 (after
 saying why on stderr) when start() failed, 2 on bad usage. SIGTERM or SIGINT:
 close() is given 5 s, then the process exits 0."""
-import importlib.util
 import json
-import logging
 import os
 import signal
 import socket
 import sys
 import threading
 import time
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -43,24 +40,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def die(code, msg):
     print("di_aggregator: " + msg, file=sys.stderr, flush=True)
     sys.exit(code)
-
-
-def load_file(name, path):
-    """Loads one file of the checkout as module `name`."""
-    if not os.path.isfile(path):
-        die(2, "%s is not in the DI-engine checkout (DI_ROOT=%s)" % (os.path.relpath(path, ROOT), ROOT))
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def package(name, path=None):
-    m = types.ModuleType(name)
-    m.__path__ = [path] if path else []
-    sys.modules[name] = m
-    return m
 
 
 def parse_args(argv):
@@ -95,8 +74,8 @@ ROOT = os.environ.get("DI_ROOT")
 if not ROOT or not os.path.isdir(os.path.join(ROOT, "ding", "interaction")):
     die(2, "DI_ROOT must name a DI-engine checkout (it has ding/interaction); got %r" % ROOT)
 cfg_dict = parse_args(sys.argv[1:])
-sys.path[:0] = [ROOT, os.path.join(HERE, "stand_ins")]
-
+sys.path.insert(0, HERE)
+import di_load  # noqa: E402
 from easydict import EasyDict  # noqa: E402
 
 # RFC 6761: every name under .localhost is loopback, but glibc without
@@ -114,39 +93,10 @@ def _loopback_localhost(host, *args, **kwargs):
 
 socket.getaddrinfo = _loopback_localhost
 
-# ding/__init__.py and ding/utils/__init__.py import torch and most of the
-# library: bypass them with bare packages that point at the checkout.
-package("ding", os.path.join(ROOT, "ding"))
-utils = package("ding.utils", os.path.join(ROOT, "ding", "utils"))
-helper = types.ModuleType("ding.utils.default_helper")
-helper.one_time_warning = lambda msg: logging.getLogger("di_aggregator").warning(msg)
-sys.modules["ding.utils.default_helper"] = helper
-
-
-def build_logger(path, name, need_tb=False):
-    lg = logging.getLogger(name)
-    if not lg.handlers:
-        lg.addHandler(logging.StreamHandler(sys.stderr))
-    lg.setLevel(logging.INFO)
-    return lg, None
-
-
-utils.build_logger = build_logger
-interaction = importlib.import_module("ding.interaction")
-k8s = load_file("ding.utils.k8s_helper", os.path.join(ROOT, "ding", "utils", "k8s_helper.py"))
-utils.get_operator_server_kwargs = k8s.get_operator_server_kwargs
-utils.exist_operator_server = k8s.exist_operator_server
-advertise = os.environ.get("DI_ADVERTISE_HOST", "127.0.0.1")
-importlib.import_module("ding.interaction.master.master").get_host_ip = lambda: advertise
-package("ding.worker", os.path.join(ROOT, "ding", "worker"))
-package("ding.worker.coordinator", os.path.join(ROOT, "ding", "worker", "coordinator"))
-package("ding.worker.adapter", os.path.join(ROOT, "ding", "worker", "adapter"))
-load_file("ding.worker.coordinator.operator_server",
-          os.path.join(ROOT, "ding", "worker", "coordinator", "operator_server.py"))
-mod = load_file("ding.worker.adapter.learner_aggregator",
-                os.path.join(ROOT, "ding", "worker", "adapter", "learner_aggregator.py"))
-logging.getLogger("werkzeug").setLevel(logging.ERROR)
-
+try:
+    mod = di_load.load_aggregator(ROOT, os.environ.get("DI_ADVERTISE_HOST", "127.0.0.1"))
+except di_load.LoadError as e:
+    die(2, str(e))
 
 
 def listening(host, port, seconds):

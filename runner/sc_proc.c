@@ -87,9 +87,10 @@ static void set_del(sc_procset *s, sc_proc *p)
 
 static void tail_add(sc_proc *p, const char *line, size_t len)
 {
-    if (len > TAIL_MAX / 2)
-        len = TAIL_MAX / 2;
-    if (p->tail_len + len + 1 >= TAIL_MAX) {
+    /* room for the line, its newline and the NUL, after the newest half */
+    if (len > TAIL_MAX / 2 - 2)
+        len = TAIL_MAX / 2 - 2;
+    if (p->tail_len + len + 2 > TAIL_MAX) {
         /* keep the newest half */
         size_t keep = TAIL_MAX / 2;
         if (keep > p->tail_len)

@@ -25,7 +25,7 @@
 #include "xalloc.h"
 
 #define READY_CAP_MS 15000    /* a process that starts first must be ready by then */
-#define GRACE_MS 1500         /* SIGTERM to SIGKILL at the end */
+#define GRACE_MS 3000         /* SIGTERM to SIGKILL at the end: above the aggregator's own 1.5 s shutdown cap (agg_shutdown), so that only an aggregator that overruns it is killed */
 #define PROBE_TIMEOUT_MS 2000 /* the final /metrics and operator state */
 #define K8S_NAMESPACE "dilearn"
 #define WORLD_METRIC "dilearn_learners_connected"

@@ -1279,6 +1279,248 @@ static void parse_expect_events(vctx *v, sc_scenario *s, const cJSON *ev)
     }
 }
 
+/* expect.world_size */
+static void parse_expect_world_size(vctx *v, sc_scenario *s, const cJSON *ws)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, ws, "expect.world_size", "list"))
+        return;
+    static const char *const k2[] = {"eventually", "at_end", "never_above", "never_below", "by_ms",
+                                     "from_ms", "to_ms", NULL};
+    e->world = xcalloc((size_t)cJSON_GetArraySize(ws) + 1, sizeof *e->world);
+    size_t i = 0;
+    for (const cJSON *w = ws->child; w; w = w->next, i++) {
+        char *p = xasprintf("expect.world_size[%zu]", i);
+        if (!want_type(v, w, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, w, p, k2);
+        sc_expect_world *wx = &e->world[e->nworld++];
+        wx->line = line_of(v, p);
+        int kinds = 0;
+        static const char *const kn[] = {"eventually", "at_end", "never_above", "never_below"};
+        for (int k = 0; k < 4; k++)
+            if (jsonx_get(w, kn[k])) {
+                kinds++;
+                wx->kind = (sc_ws_kind)k;
+                wx->value = (int)get_int(v, w, p, kn[k], 0, SC_LEARNERS_MAX, 0);
+            }
+        if (kinds != 1)
+            verr(v, p, "give exactly one of eventually, at_end, never_above, never_below");
+        if (kinds == 1 && wx->value > s->nlearners && wx->kind != SC_WS_NEVER_ABOVE)
+            verr(v, p, "world size %d is more than the scenario's %d learners", wx->value, s->nlearners);
+        wx->from_ms = get_ms(v, w, p, "from_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+        wx->to_ms = get_ms(v, w, p, "to_ms", 0, SC_TIMEOUT_MAX_MS, -1);
+        long by = get_ms(v, w, p, "by_ms", 0, SC_TIMEOUT_MAX_MS, -1);
+        if (jsonx_get(w, "by_ms")) {
+            if (wx->kind != SC_WS_EVENTUALLY)
+                verr(v, p, "by_ms goes with eventually (use from_ms/to_ms for a window)");
+            else
+                wx->to_ms = by;
+        }
+        if (wx->to_ms >= 0 && wx->to_ms <= wx->from_ms)
+            verr(v, p, "the window ends (%ld ms) before it starts (%ld ms)", wx->to_ms, wx->from_ms);
+        if (wx->kind == SC_WS_AT_END && (jsonx_get(w, "from_ms") || jsonx_get(w, "to_ms")))
+            verr(v, p, "at_end takes no window");
+        free(p);
+    }
+}
+
+/* expect.metrics */
+static void parse_expect_metrics(vctx *v, sc_scenario *s, const cJSON *ms)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, ms, "expect.metrics", "list"))
+        return;
+    static const char *const k2[] = {"name", "labels", "op", "value", NULL};
+    e->metrics = xcalloc((size_t)cJSON_GetArraySize(ms) + 1, sizeof *e->metrics);
+    size_t i = 0;
+    for (const cJSON *m = ms->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.metrics[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_metric *mx = &e->metrics[e->nmetrics++];
+        mx->line = line_of(v, p);
+        mx->name = get_str(v, m, p, "name", true);
+        const cJSON *lb = jsonx_get(m, "labels");
+        char *lp = jpath(p, "labels");
+        if (lb && want_type(v, lb, lp, "object")) {
+            for (const cJSON *it = lb->child; it; it = it->next) {
+                char *ip = jpath(lp, it->string);
+                want_type(v, it, ip, "string");
+                free(ip);
+            }
+            mx->labels = jsonx_dup(lb);
+        }
+        free(lp);
+        char *op = get_str(v, m, p, "op", false);
+        snprintf(mx->op, sizeof mx->op, "%s", op ? op : "==");
+        static const char *const ops[] = {"==", "!=", ">=", "<=", ">", "<"};
+        bool okop = false;
+        for (int k = 0; k < 6; k++)
+            okop |= op == NULL || strcmp(op, ops[k]) == 0;
+        if (!okop) {
+            char *opp = jpath(p, "op");
+            verr(v, opp, "unknown comparison '%s' (==, !=, >=, <=, >, <)", op);
+            free(opp);
+        }
+        free(op);
+        const cJSON *val = jsonx_get(m, "value");
+        if (!val)
+            verr(v, p, "missing key 'value'");
+        else if (!jsonx_is_number(val) || !jsonx_get_double(val, &mx->value)) {
+            char *vp = jpath(p, "value");
+            verr(v, vp, "must be a number, not %s", jsonx_type_name(val));
+            free(vp);
+        }
+        free(p);
+    }
+}
+
+/* expect.logs */
+static void parse_expect_logs(vctx *v, sc_scenario *s, const cJSON *lg)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, lg, "expect.logs", "list"))
+        return;
+    static const char *const k2[] = {"process", "contains", "absent", NULL};
+    e->logs = xcalloc((size_t)cJSON_GetArraySize(lg) + 1, sizeof *e->logs);
+    size_t i = 0;
+    for (const cJSON *m = lg->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.logs[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_log *lx = &e->logs[e->nlogs++];
+        lx->line = line_of(v, p);
+        lx->process = get_str(v, m, p, "process", true);
+        if (lx->process) {
+            char *pp = jpath(p, "process");
+            proc_ref(v, s, lx->process, pp, NULL);
+            free(pp);
+        }
+        lx->contains = get_str(v, m, p, "contains", true);
+        lx->absent = get_bool(v, m, p, "absent", 0);
+        free(p);
+    }
+}
+
+/* expect.learner_tasks */
+static void parse_expect_learner_tasks(vctx *v, sc_scenario *s, const cJSON *lt)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, lt, "expect.learner_tasks", "list"))
+        return;
+    static const char *const k2[] = {"learner", "task", "min", "max", "after_ms", NULL};
+    e->learner_tasks = xcalloc((size_t)cJSON_GetArraySize(lt) + 1, sizeof *e->learner_tasks);
+    size_t i = 0;
+    for (const cJSON *m = lt->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.learner_tasks[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_learner_tasks *lx = &e->learner_tasks[e->nlearner_tasks++];
+        lx->line = line_of(v, p);
+        const cJSON *l = jsonx_get(m, "learner");
+        char *lp = jpath(p, "learner");
+        if (!l)
+            verr(v, p, "missing key 'learner'");
+        else
+            lx->learner = learner_ref(v, s, l, lp);
+        free(lp);
+        char *t = get_str(v, m, p, "task", false);
+        if (t) {
+            const char *full = sc_task_full_name(t);
+            if (!full && strcmp(t, "any") != 0) {
+                char *tp = jpath(p, "task");
+                unknown_task(v, tp, t);
+                free(tp);
+            }
+            lx->task = full ? xstrdup(full) : NULL;
+            free(t);
+        }
+        lx->min = (int)get_int(v, m, p, "min", 0, 1000000, 0);
+        lx->max = (int)get_int(v, m, p, "max", 0, 1000000, -1);
+        if (lx->max >= 0 && lx->max < lx->min)
+            verr(v, p, "max (%d) is less than min (%d)", lx->max, lx->min);
+        if (!jsonx_get(m, "min") && !jsonx_get(m, "max"))
+            verr(v, p, "give min or max (or both)");
+        lx->after_ms = get_ms(v, m, p, "after_ms", 0, SC_TIMEOUT_MAX_MS, 0);
+        free(p);
+    }
+}
+
+/* expect.exits */
+static void parse_expect_exits(vctx *v, sc_scenario *s, const cJSON *ex)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, ex, "expect.exits", "list"))
+        return;
+    static const char *const k2[] = {"process", "code", "signal", NULL};
+    e->exits = xcalloc((size_t)cJSON_GetArraySize(ex) + 1, sizeof *e->exits);
+    size_t i = 0;
+    for (const cJSON *m = ex->child; m; m = m->next, i++) {
+        char *p = xasprintf("expect.exits[%zu]", i);
+        if (!want_type(v, m, p, "object")) {
+            free(p);
+            continue;
+        }
+        check_keys(v, m, p, k2);
+        sc_expect_exit *xx = &e->exits[e->nexits++];
+        xx->line = line_of(v, p);
+        xx->process = get_str(v, m, p, "process", true);
+        if (xx->process) {
+            char *pp = jpath(p, "process");
+            int l;
+            int pr = proc_ref(v, s, xx->process, pp, &l);
+            if (pr >= 0 && l >= 0)
+                verr(v, pp, "exits are of processes: name the group of '%s'", xx->process);
+            free(pp);
+        }
+        xx->code = (int)get_int(v, m, p, "code", 0, 255, 0);
+        bool sig = get_bool(v, m, p, "signal", 0);
+        if (sig)
+            xx->code = -1;
+        xx->any_code = !jsonx_get(m, "code") && !sig;
+        free(p);
+    }
+}
+
+/* expect.operator */
+static void parse_expect_operator(vctx *v, sc_scenario *s, const cJSON *op)
+{
+    sc_expect *e = &s->expect;
+    if (!want_type(v, op, "expect.operator", "object"))
+        return;
+    static const char *const k2[] = {"failed_learners", "requests", "max_in_flight", NULL};
+    check_keys(v, op, "expect.operator", k2);
+    if (!s->k8s)
+        verr(v, "expect.operator", "the operator's journal needs k8s mode (\"aggregator\": {\"k8s\": true})");
+    const cJSON *fl = jsonx_get(op, "failed_learners");
+    if (fl && want_type(v, fl, "expect.operator.failed_learners", "list")) {
+        e->has_operator_failed = true;
+        e->operator_failed = xcalloc((size_t)cJSON_GetArraySize(fl) + 1, sizeof(int));
+        size_t i = 0;
+        for (const cJSON *it = fl->child; it; it = it->next, i++) {
+            char *p = xasprintf("expect.operator.failed_learners[%zu]", i);
+            int l = learner_ref(v, s, it, p);
+            if (l >= 0)
+                e->operator_failed[e->noperator_failed++] = l;
+            free(p);
+        }
+    }
+    e->operator_requests = get_str_list(v, op, "expect.operator", "requests", &e->noperator_requests);
+    e->operator_max_in_flight = (int)get_int(v, op, "expect.operator", "max_in_flight", 1, 1000000, 0);
+}
+
 static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
 {
     static const char *const keys[] = {"coordinator_ok", "task_count", "all_tasks", "tasks", "failures_contain",
@@ -1315,224 +1557,30 @@ static void parse_expect(vctx *v, sc_scenario *s, const cJSON *root)
         verr(v, "expect", "expectations on tasks need a coordinator");
 
     const cJSON *ws = jsonx_get(x, "world_size");
-    if (ws && want_type(v, ws, "expect.world_size", "list")) {
-        static const char *const k2[] = {"eventually", "at_end", "never_above", "never_below", "by_ms",
-                                         "from_ms", "to_ms", NULL};
-        e->world = xcalloc((size_t)cJSON_GetArraySize(ws) + 1, sizeof *e->world);
-        size_t i = 0;
-        for (const cJSON *w = ws->child; w; w = w->next, i++) {
-            char *p = xasprintf("expect.world_size[%zu]", i);
-            if (!want_type(v, w, p, "object")) {
-                free(p);
-                continue;
-            }
-            check_keys(v, w, p, k2);
-            sc_expect_world *wx = &e->world[e->nworld++];
-            wx->line = line_of(v, p);
-            int kinds = 0;
-            static const char *const kn[] = {"eventually", "at_end", "never_above", "never_below"};
-            for (int k = 0; k < 4; k++)
-                if (jsonx_get(w, kn[k])) {
-                    kinds++;
-                    wx->kind = (sc_ws_kind)k;
-                    wx->value = (int)get_int(v, w, p, kn[k], 0, SC_LEARNERS_MAX, 0);
-                }
-            if (kinds != 1)
-                verr(v, p, "give exactly one of eventually, at_end, never_above, never_below");
-            if (kinds == 1 && wx->value > s->nlearners && wx->kind != SC_WS_NEVER_ABOVE)
-                verr(v, p, "world size %d is more than the scenario's %d learners", wx->value, s->nlearners);
-            wx->from_ms = get_ms(v, w, p, "from_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-            wx->to_ms = get_ms(v, w, p, "to_ms", 0, SC_TIMEOUT_MAX_MS, -1);
-            long by = get_ms(v, w, p, "by_ms", 0, SC_TIMEOUT_MAX_MS, -1);
-            if (jsonx_get(w, "by_ms")) {
-                if (wx->kind != SC_WS_EVENTUALLY)
-                    verr(v, p, "by_ms goes with eventually (use from_ms/to_ms for a window)");
-                else
-                    wx->to_ms = by;
-            }
-            if (wx->to_ms >= 0 && wx->to_ms <= wx->from_ms)
-                verr(v, p, "the window ends (%ld ms) before it starts (%ld ms)", wx->to_ms, wx->from_ms);
-            if (wx->kind == SC_WS_AT_END && (jsonx_get(w, "from_ms") || jsonx_get(w, "to_ms")))
-                verr(v, p, "at_end takes no window");
-            free(p);
-        }
-    }
+    if (ws)
+        parse_expect_world_size(v, s, ws);
 
     const cJSON *ms = jsonx_get(x, "metrics");
-    if (ms && want_type(v, ms, "expect.metrics", "list")) {
-        static const char *const k2[] = {"name", "labels", "op", "value", NULL};
-        e->metrics = xcalloc((size_t)cJSON_GetArraySize(ms) + 1, sizeof *e->metrics);
-        size_t i = 0;
-        for (const cJSON *m = ms->child; m; m = m->next, i++) {
-            char *p = xasprintf("expect.metrics[%zu]", i);
-            if (!want_type(v, m, p, "object")) {
-                free(p);
-                continue;
-            }
-            check_keys(v, m, p, k2);
-            sc_expect_metric *mx = &e->metrics[e->nmetrics++];
-            mx->line = line_of(v, p);
-            mx->name = get_str(v, m, p, "name", true);
-            const cJSON *lb = jsonx_get(m, "labels");
-            char *lp = jpath(p, "labels");
-            if (lb && want_type(v, lb, lp, "object")) {
-                for (const cJSON *it = lb->child; it; it = it->next) {
-                    char *ip = jpath(lp, it->string);
-                    want_type(v, it, ip, "string");
-                    free(ip);
-                }
-                mx->labels = jsonx_dup(lb);
-            }
-            free(lp);
-            char *op = get_str(v, m, p, "op", false);
-            snprintf(mx->op, sizeof mx->op, "%s", op ? op : "==");
-            static const char *const ops[] = {"==", "!=", ">=", "<=", ">", "<"};
-            bool okop = false;
-            for (int k = 0; k < 6; k++)
-                okop |= op == NULL || strcmp(op, ops[k]) == 0;
-            if (!okop) {
-                char *opp = jpath(p, "op");
-                verr(v, opp, "unknown comparison '%s' (==, !=, >=, <=, >, <)", op);
-                free(opp);
-            }
-            free(op);
-            const cJSON *val = jsonx_get(m, "value");
-            if (!val)
-                verr(v, p, "missing key 'value'");
-            else if (!jsonx_is_number(val) || !jsonx_get_double(val, &mx->value)) {
-                char *vp = jpath(p, "value");
-                verr(v, vp, "must be a number, not %s", jsonx_type_name(val));
-                free(vp);
-            }
-            free(p);
-        }
-    }
+    if (ms)
+        parse_expect_metrics(v, s, ms);
 
     const cJSON *lg = jsonx_get(x, "logs");
-    if (lg && want_type(v, lg, "expect.logs", "list")) {
-        static const char *const k2[] = {"process", "contains", "absent", NULL};
-        e->logs = xcalloc((size_t)cJSON_GetArraySize(lg) + 1, sizeof *e->logs);
-        size_t i = 0;
-        for (const cJSON *m = lg->child; m; m = m->next, i++) {
-            char *p = xasprintf("expect.logs[%zu]", i);
-            if (!want_type(v, m, p, "object")) {
-                free(p);
-                continue;
-            }
-            check_keys(v, m, p, k2);
-            sc_expect_log *lx = &e->logs[e->nlogs++];
-            lx->line = line_of(v, p);
-            lx->process = get_str(v, m, p, "process", true);
-            if (lx->process) {
-                char *pp = jpath(p, "process");
-                proc_ref(v, s, lx->process, pp, NULL);
-                free(pp);
-            }
-            lx->contains = get_str(v, m, p, "contains", true);
-            lx->absent = get_bool(v, m, p, "absent", 0);
-            free(p);
-        }
-    }
+    if (lg)
+        parse_expect_logs(v, s, lg);
 
     parse_expect_events(v, s, jsonx_get(x, "events"));
 
     const cJSON *lt = jsonx_get(x, "learner_tasks");
-    if (lt && want_type(v, lt, "expect.learner_tasks", "list")) {
-        static const char *const k2[] = {"learner", "task", "min", "max", "after_ms", NULL};
-        e->learner_tasks = xcalloc((size_t)cJSON_GetArraySize(lt) + 1, sizeof *e->learner_tasks);
-        size_t i = 0;
-        for (const cJSON *m = lt->child; m; m = m->next, i++) {
-            char *p = xasprintf("expect.learner_tasks[%zu]", i);
-            if (!want_type(v, m, p, "object")) {
-                free(p);
-                continue;
-            }
-            check_keys(v, m, p, k2);
-            sc_expect_learner_tasks *lx = &e->learner_tasks[e->nlearner_tasks++];
-            lx->line = line_of(v, p);
-            const cJSON *l = jsonx_get(m, "learner");
-            char *lp = jpath(p, "learner");
-            if (!l)
-                verr(v, p, "missing key 'learner'");
-            else
-                lx->learner = learner_ref(v, s, l, lp);
-            free(lp);
-            char *t = get_str(v, m, p, "task", false);
-            if (t) {
-                const char *full = sc_task_full_name(t);
-                if (!full && strcmp(t, "any") != 0) {
-                    char *tp = jpath(p, "task");
-                    unknown_task(v, tp, t);
-                    free(tp);
-                }
-                lx->task = full ? xstrdup(full) : NULL;
-                free(t);
-            }
-            lx->min = (int)get_int(v, m, p, "min", 0, 1000000, 0);
-            lx->max = (int)get_int(v, m, p, "max", 0, 1000000, -1);
-            if (lx->max >= 0 && lx->max < lx->min)
-                verr(v, p, "max (%d) is less than min (%d)", lx->max, lx->min);
-            if (!jsonx_get(m, "min") && !jsonx_get(m, "max"))
-                verr(v, p, "give min or max (or both)");
-            lx->after_ms = get_ms(v, m, p, "after_ms", 0, SC_TIMEOUT_MAX_MS, 0);
-            free(p);
-        }
-    }
+    if (lt)
+        parse_expect_learner_tasks(v, s, lt);
 
     const cJSON *ex = jsonx_get(x, "exits");
-    if (ex && want_type(v, ex, "expect.exits", "list")) {
-        static const char *const k2[] = {"process", "code", "signal", NULL};
-        e->exits = xcalloc((size_t)cJSON_GetArraySize(ex) + 1, sizeof *e->exits);
-        size_t i = 0;
-        for (const cJSON *m = ex->child; m; m = m->next, i++) {
-            char *p = xasprintf("expect.exits[%zu]", i);
-            if (!want_type(v, m, p, "object")) {
-                free(p);
-                continue;
-            }
-            check_keys(v, m, p, k2);
-            sc_expect_exit *xx = &e->exits[e->nexits++];
-            xx->line = line_of(v, p);
-            xx->process = get_str(v, m, p, "process", true);
-            if (xx->process) {
-                char *pp = jpath(p, "process");
-                int l;
-                int pr = proc_ref(v, s, xx->process, pp, &l);
-                if (pr >= 0 && l >= 0)
-                    verr(v, pp, "exits are of processes: name the group of '%s'", xx->process);
-                free(pp);
-            }
-            xx->code = (int)get_int(v, m, p, "code", 0, 255, 0);
-            bool sig = get_bool(v, m, p, "signal", 0);
-            if (sig)
-                xx->code = -1;
-            xx->any_code = !jsonx_get(m, "code") && !sig;
-            free(p);
-        }
-    }
+    if (ex)
+        parse_expect_exits(v, s, ex);
 
     const cJSON *op = jsonx_get(x, "operator");
-    if (op && want_type(v, op, "expect.operator", "object")) {
-        static const char *const k2[] = {"failed_learners", "requests", "max_in_flight", NULL};
-        check_keys(v, op, "expect.operator", k2);
-        if (!s->k8s)
-            verr(v, "expect.operator", "the operator's journal needs k8s mode (\"aggregator\": {\"k8s\": true})");
-        const cJSON *fl = jsonx_get(op, "failed_learners");
-        if (fl && want_type(v, fl, "expect.operator.failed_learners", "list")) {
-            e->has_operator_failed = true;
-            e->operator_failed = xcalloc((size_t)cJSON_GetArraySize(fl) + 1, sizeof(int));
-            size_t i = 0;
-            for (const cJSON *it = fl->child; it; it = it->next, i++) {
-                char *p = xasprintf("expect.operator.failed_learners[%zu]", i);
-                int l = learner_ref(v, s, it, p);
-                if (l >= 0)
-                    e->operator_failed[e->noperator_failed++] = l;
-                free(p);
-            }
-        }
-        e->operator_requests = get_str_list(v, op, "expect.operator", "requests", &e->noperator_requests);
-        e->operator_max_in_flight = (int)get_int(v, op, "expect.operator", "max_in_flight", 1, 1000000, 0);
-    }
+    if (op)
+        parse_expect_operator(v, s, op);
     e->exactly_once = get_bool(v, x, "expect", "exactly_once", 0);
     if (e->exactly_once && !s->coordinator)
         verr(v, "expect.exactly_once", "exactly-once delivery is checked on a coordinator's learn tasks");

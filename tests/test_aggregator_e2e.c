@@ -717,7 +717,10 @@ static void learner_that_joins_late_is_taken_in(void **state)
     for (int k = ev_find(&e, ce + 1, EVT_learner_connect_error, "late0", NULL), prev = ce; k >= 0;
          prev = k, k = ev_find(&e, k + 1, EVT_learner_connect_error, "late0", NULL))
         assert_string_not_equal(ev_str(&e, k, EVT_F_reason), ev_str(&e, prev, EVT_F_reason));
-    assert_true(ev_int(&e, j, EVT_F_after_ms) >= 1000);
+    /* late: it listens 1 s after its own start, which comes before the
+     * aggregator's (how much before depends on the machine), so only "some
+     * time into the window" is certain; attempts > 1 says it was late */
+    assert_true(ev_int(&e, j, EVT_F_after_ms) > 0);
     assert_int_equal(ev_count(&e, EVT_learner_join_failed, NULL), 0);
     assert_int_equal(ev_count(&e, EVT_learner_connect_error, "learner0"), 0);
     events_free(&e);
