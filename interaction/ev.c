@@ -218,7 +218,8 @@ static void slot_release(ev_loop *l, uint32_t idx)
 
 static ev_timer *handle_of(const ev_loop *l, uint32_t idx)
 {
-    return (ev_timer *)(uintptr_t)(((uint64_t)l->slots[idx].gen << 32) | ((uint64_t)idx + 1));
+    /* the handle is an id (ev.h), never dereferenced */
+    return (ev_timer *)(uintptr_t)(((uint64_t)l->slots[idx].gen << 32) | ((uint64_t)idx + 1)); // NOLINT(performance-no-int-to-ptr)
 }
 
 /* The slot a handle names, or UINT32_MAX if it names no running timer. */

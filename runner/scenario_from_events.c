@@ -50,7 +50,7 @@ int main(int argc, char **argv)
     bool outcomes = false;
     char **files = xcalloc((size_t)argc, sizeof *files);
     size_t nfiles = 0;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc && argv[i]; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

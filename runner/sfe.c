@@ -96,7 +96,8 @@ int sfe_load(sfe_log *log, const char *path, char *err, size_t errlen)
         log->lines[log->n++] = (sfe_line){r, file, lineno};
     }
     free(text);
-    qsort(log->lines, log->n, sizeof *log->lines, cmp_seq);
+    if (log->lines && log->n > 1)
+        qsort(log->lines, log->n, sizeof *log->lines, cmp_seq);
     return rc;
 }
 
