@@ -139,7 +139,10 @@ int main(int argc, char **argv)
         return 1;
     }
     int bad = fprintf(f, "%s\n", text) < 0;
-    bad |= out ? fclose(f) != 0 : fflush(f) != 0;
+    if (out)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(stdout) != 0;
     free(text);
     if (bad) {
         fprintf(stderr, "scenario_from_events: writing %s failed: %s\n", out ? out : "stdout", strerror(errno));
