@@ -30,6 +30,14 @@
 /* Protocol timings shrunk 20 times; less under a checker that slows every
  * process down (DILEARN_TEST_SLOWDOWN: valgrind runs libcurl's first
  * transfer in a process slower than a 100 ms connect timeout). */
+/* A slow_join fault of ms, stretched as the test's timings are under a
+ * slow wrapper (valgrind starts the aggregator later than the learner). */
+static const char *slow_join_fault(char *buf, size_t len, long ms)
+{
+    snprintf(buf, len, "--fault={\"kind\": \"slow_join\", \"after_ms\": %ld}", proc_slow_ms(ms));
+    return buf;
+}
+
 static double time_scale(void)
 {
     return 0.05 * (double)proc_slow_ms(1000) / 1000.0;
@@ -696,7 +704,8 @@ static void learner_that_joins_late_is_taken_in(void **state)
 {
     fx *f = *state;
     start_learners(f, "learner", 1, NULL);
-    start_learners(f, "late", 1, (const char *[]){"--fault={\"kind\": \"slow_join\", \"after_ms\": 1000}", NULL});
+    char sj[128];
+    start_learners(f, "late", 1, (const char *[]){slow_join_fault(sj, sizeof sj, 1000), NULL});
     start_agg(f, (const char *[]){events_flag(f), NULL});
     assert_true(agg_log_wait(f, "[late0] learner joined", 10000));
     assert_int_equal(coordinate(f, "{\"tasks\": [{\"name\": \"resource\", \"expect\": {\"fields\": {\"gpu\": 2}}}]}",
@@ -770,9 +779,11 @@ static void learner_that_never_joins_is_reported_failed_in_the_ready_line(void *
 static void each_change_of_join_failure_reason_is_told(void **state)
 {
     fx *f = *state;
+    char sj[128], mr[64];
     start_learners(f, "other", 1,
-                   (const char *[]){"--channel=7", "--fault={\"kind\": \"slow_join\", \"after_ms\": 300}", NULL});
-    start_agg(f, (const char *[]){"--max-retry-ms=1500", "--log-level=info", events_flag(f), NULL});
+                   (const char *[]){"--channel=7", slow_join_fault(sj, sizeof sj, 300), NULL});
+    snprintf(mr, sizeof mr, "--max-retry-ms=%ld", proc_slow_ms(1500));
+    start_agg(f, (const char *[]){mr, "--log-level=info", events_flag(f), NULL});
     evts e = agg_stop_events(f);
     /* refused first, then 403 (Channel not match) until the end: two
      * reasons told (more only if a loaded machine made an attempt time out) */
@@ -824,8 +835,10 @@ static void learner_recorded_failed_still_joins_later(void **state)
 {
     fx *f = *state;
     start_learners(f, "learner", 1, NULL);
-    start_learners(f, "late", 1, (const char *[]){"--fault={\"kind\": \"slow_join\", \"after_ms\": 1500}", NULL});
-    start_agg(f, (const char *[]){"--max-retry-ms=300", events_flag(f), NULL});
+    char sj[128], mr[64];
+    start_learners(f, "late", 1, (const char *[]){slow_join_fault(sj, sizeof sj, 1500), NULL});
+    snprintf(mr, sizeof mr, "--max-retry-ms=%ld", proc_slow_ms(300));
+    start_agg(f, (const char *[]){mr, events_flag(f), NULL});
     char *failed = jsonx_print(jsonx_get(f->agg_ready, "failed"));
     assert_string_equal(failed, "[\"late0\"]");
     free(failed);
