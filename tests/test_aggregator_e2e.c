@@ -781,8 +781,8 @@ static void each_change_of_join_failure_reason_is_told(void **state)
     fx *f = *state;
     char sj[128], mr[64];
     start_learners(f, "other", 1,
-                   (const char *[]){"--channel=7", slow_join_fault(sj, sizeof sj, 300), NULL});
-    snprintf(mr, sizeof mr, "--max-retry-ms=%ld", proc_slow_ms(1500));
+                   (const char *[]){"--channel=7", slow_join_fault(sj, sizeof sj, 1000), NULL});
+    snprintf(mr, sizeof mr, "--max-retry-ms=%ld", proc_slow_ms(3000));
     start_agg(f, (const char *[]){mr, "--log-level=info", events_flag(f), NULL});
     evts e = agg_stop_events(f);
     /* refused first, then 403 (Channel not match) until the end: two
