@@ -4,7 +4,7 @@
 # fuzz/corpus/<target>/ (new inputs go to out/fuzz/corpus/<target>/, crash
 # reproducers to out/fuzz/artifacts/). Fails on any crash, sanitizer report
 # or leak; prints the executions per target.
-#   ci/fuzz.sh                          CI run: all targets in ~100 s
+#   ci/fuzz.sh                          CI run: 12 s per target, nproc at once
 #   ci/fuzz.sh --seconds-per-target N   N seconds per target
 #   ci/fuzz.sh --long N                 the same (a longer run, e.g. 600)
 #   ci/fuzz.sh --only TARGET            one target (repeatable)
@@ -33,24 +33,40 @@ cmake --build "$BUILD" --target fuzz_all -j "${JOBS:-$(nproc)}" >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 mkdir -p "$OUT/artifacts"
-total=0
-failed=()
-for t in "${TARGETS[@]}"; do
+# The targets run $JOBS at a time (each libFuzzer process is one thread).
+PAR=${JOBS:-$(nproc)}
+fuzz_one() { # fuzz_one TARGET: runs it, leaves its exit code in $OUT/TARGET.rc
+    local t=$1 dict=() rc=0
     mkdir -p "$OUT/corpus/$t"
-    dict=()
     case $t in
     fuzz_json | fuzz_agg_merge | fuzz_agg_config | fuzz_operator_reply | fuzz_scenario) dict=(-dict="$ROOT/fuzz/dict/json.dict") ;;
     fuzz_http | fuzz_hc_reply) dict=(-dict="$ROOT/fuzz/dict/http.dict") ;;
     esac
-    log=$OUT/$t.log
-    rc=0
     "$BUILD/fuzz/$t" "${dict[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=4096 -max_len=8192 \
         -print_final_stats=1 -artifact_prefix="$OUT/artifacts/$t-" \
-        "$OUT/corpus/$t" "$ROOT/fuzz/corpus/$t" >"$log" 2>&1 || rc=$?
+        "$OUT/corpus/$t" "$ROOT/fuzz/corpus/$t" >"$OUT/$t.log" 2>&1 || rc=$?
+    echo $rc >"$OUT/$t.rc"
+}
+running=0
+for t in "${TARGETS[@]}"; do
+    rm -f "$OUT/$t.rc"
+    fuzz_one "$t" &
+    running=$((running + 1))
+    if [ $running -ge "$PAR" ]; then
+        wait -n || true
+        running=$((running - 1))
+    fi
+done
+wait
+total=0
+failed=()
+for t in "${TARGETS[@]}"; do
+    log=$OUT/$t.log
+    rc=$(cat "$OUT/$t.rc" 2>/dev/null || echo "no exit code")
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     execs=${execs:-0}
     total=$((total + execs))
-    if [ $rc -ne 0 ]; then
+    if [ "$rc" != 0 ]; then
         failed+=("$t")
         echo "FAIL $t (exit $rc, $execs executions): see $log"
         grep -E "ERROR|SUMMARY|runtime error|Test unit written" "$log" | head -8 || true
@@ -58,7 +74,7 @@ for t in "${TARGETS[@]}"; do
         echo "ok   $t: fuzz executions: $execs in ${SECS} s"
     fi
 done
-echo "fuzz executions: $total in all (${#TARGETS[@]} targets, ${SECS} s each)"
+echo "fuzz executions: $total in all (${#TARGETS[@]} targets, ${SECS} s each, $PAR at once)"
 if [ ${#failed[@]} -gt 0 ]; then
     echo "fuzz: FAILED: ${failed[*]}"
     exit 1
