@@ -112,13 +112,36 @@ static void judge_window(learner *l)
         learner_set_state(l, LS_FAILED, l->last_reason, l->last_cause);
 }
 
+/* True when a and b differ at most in their runs of digits: libcurl's
+ * words carry timings ("Failed to connect to ... after 76 ms"), which are
+ * not a new reason. */
+static bool same_reason(const char *a, const char *b)
+{
+    for (;;) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da && db) {
+            while (*a >= '0' && *a <= '9')
+                a++;
+            while (*b >= '0' && *b <= '9')
+                b++;
+            continue;
+        }
+        if (*a != *b)
+            return false;
+        if (!*a)
+            return true;
+        a++;
+        b++;
+    }
+}
+
 /* A failed attempt: not a state change; logged at info and emitted the
- * first time and whenever the reason changes. */
+ * first time and whenever the reason changes (numbers aside). */
 static void connect_failed(learner *l, const char *why, evt_cause cause, long http_status)
 {
     l->last_cause = cause;
     l->last_http_status = http_status;
-    if (!l->last_reason || strcmp(l->last_reason, why) != 0) {
+    if (!l->last_reason || !same_reason(l->last_reason, why)) {
         LOG_INFO(l->id, "cannot join yet (attempt %ld, %lld ms into the window): %s", l->attempts,
                  (long long)window_ms(l), why);
         EVT_EMIT(learner_connect_error, .learner = l->id, .addr = l->addr, .reason = why,
