@@ -420,13 +420,20 @@ static void pooled_connection_closed_by_peer_is_replaced(void **state)
     out_free(&r);
 }
 
+/* Stops the server and gives its URL: a port that refuses (the teardown
+ * needs srv_start again). */
+static void refusing_url(fx *f, char *url, size_t len)
+{
+    int port = f->s.port;
+    srv_stop(&f->s);
+    snprintf(url, len, "http://127.0.0.1:%d/x", port);
+}
+
 static void refused_is_retried_then_fails(void **state)
 {
     fx *f = *state;
     char url[96];
-    int port = f->s.port;
-    srv_stop(&f->s);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", port);
+    refusing_url(f, url, sizeof url);
     hc_opts o;
     hc_opts_init(&o);
     o.retries = 2;
@@ -907,9 +914,7 @@ static void borrowed_body_released_once_when_refused(void **state)
 {
     fx *f = *state;
     char url[96];
-    int port = f->s.port;
-    srv_stop(&f->s);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", port);
+    refusing_url(f, url, sizeof url);
     lent l;
     hc_opts o;
     lent_opts(&o, &l, url, (size_t)200 << 10);
