@@ -491,7 +491,7 @@ int agg_split_spans(const cJSON *data, const char *text, size_t text_len, const 
     const cJSON *c = data->child;
     size_t prev_end = 0;
     for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < demands[i]; j++, c = c->next) {
+        for (size_t j = 0; j < demands[i] && c; j++, c = c->next) { /* c: counted above */
             size_t off, len;
             if (!jsonx_ref(c, &off, &len) || off > text_len || len > text_len - off)
                 return 1;
