@@ -166,6 +166,34 @@ typedef struct sub {
     uint64_t start_us;
 } sub;
 
+/* The coordinator's learn body, taken over from the slave: the text the
+ * learn data's refs point into, sent from in spans (one per learner, no
+ * copy). Counted: the job holds a reference, every /task/new request that
+ * sends a span of it another (hc releases it when the request is over,
+ * retries included, also after the job: a request may outlive its task); the
+ * last reference frees it. */
+typedef struct {
+    char *text;
+    size_t len;
+    unsigned refs;
+} learn_body;
+
+static learn_body *body_ref(learn_body *b)
+{
+    if (b)
+        b->refs++;
+    return b;
+}
+
+static void body_unref(void *ud)
+{
+    learn_body *b = ud;
+    if (b && --b->refs == 0) {
+        free(b->text);
+        free(b);
+    }
+}
+
 typedef struct job {
     agg *a;
     char *task_id; /* the coordinator's */
@@ -176,9 +204,10 @@ typedef struct job {
     size_t nsubs, remaining;
     uint64_t start_us;
     ev_timer *finish_timer; /* the last sub-task ended: finish on the next turn */
+    learn_body *body;       /* a learn job sent in spans: a reference to its body */
 } job;
 
-static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text);
+static void start_task(agg *a, const char *task_id, const cJSON *data, learn_body *body);
 
 #ifdef DILEARN_PLANT_BUGS
 /* Planted bugs: a learner taken back after a loss (the registry's
@@ -236,6 +265,7 @@ static void job_free(job *j)
         free(s->error);
     }
     ev_timer_stop(j->a->loop, j->finish_timer);
+    body_unref(j->body);
     free(j->subs);
     free(j->task_id);
     free(j->name);
@@ -536,9 +566,12 @@ static job *job_new(agg *a, const char *task_id, const char *name, job_kind kind
 }
 
 /* Sends one sub-task; a send that cannot start counts as a failed learner.
- * framed: data has the room of master_task_send_framed() around it.
- * items: the learn items it carries (-1: not a learn task). */
-static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool framed, int64_t items)
+ * span: a learn task sent as AGG_LEARN_HEAD, that span of j->body,
+ * AGG_LEARN_TAIL (data NULL); else framed: data has the room of
+ * master_task_send_framed() around it. items: the learn items it carries
+ * (-1: not a learn task). */
+static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool framed, const agg_span *span,
+                     int64_t items)
 {
     agg *a = j->a;
     sub *s = &j->subs[i];
@@ -551,8 +584,14 @@ static void sub_send(job *j, size_t i, learner *l, char *data, size_t len, bool 
     if (PLANTED(a, PLANT_NO_DEADLINE))
         deadline = -1;
 #endif
-    s->task = framed ? master_task_send_framed(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err)
-                     : master_task_send(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
+    if (span)
+        s->task = master_task_send_span(l->conn, AGG_LEARN_HEAD, sizeof AGG_LEARN_HEAD - 1, j->body->text + span->off,
+                                        span->len, body_unref, body_ref(j->body), AGG_LEARN_TAIL,
+                                        sizeof AGG_LEARN_TAIL - 1, deadline, on_sub_done, s, err, sizeof err);
+    else if (framed)
+        s->task = master_task_send_framed(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
+    else
+        s->task = master_task_send(l->conn, data, len, deadline, on_sub_done, s, err, sizeof err);
     if (!s->task) {
         s->done = true;
         s->state = TASK_START_FAILED;
@@ -587,13 +626,27 @@ static void fan_out_all(agg *a, const char *task_id, const char *name, job_kind 
     for (size_t i = 0; i < agg_learners_count(a->learners); i++) {
         learner *l = agg_learners_at(a->learners, i);
         if (l->state == LS_JOINED)
-            sub_send(j, k++, l, xstrdup(data_json), strlen(data_json), false, -1);
+            sub_send(j, k++, l, xstrdup(data_json), strlen(data_json), false, NULL, -1);
     }
     job_run(j);
 }
 
-/* text: what data's refs point into (slave_task_text), or NULL. */
-static void start_learn(agg *a, const char *task_id, const cJSON *data, const char *text)
+/* Splits items by dem: into spans of body (returns 0, *spanned true) when
+ * they are refs into it, else into copies framed for
+ * master_task_send_framed() (slices, lens). -1 with err. */
+static int split_learn(const cJSON *items, const learn_body *body, const size_t *dem, size_t n, agg_span *spans,
+                       bool *spanned, char **slices, size_t *lens, char *err, size_t errlen)
+{
+    int rc = body ? agg_split_spans(items, body->text, body->len, dem, n, spans, err, errlen) : 1;
+    *spanned = rc == 0;
+    if (rc == 1)
+        rc = agg_split_learn_tasks_framed(items, body ? body->text : NULL, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL,
+                                          slices, lens, err, errlen);
+    return rc;
+}
+
+/* body: what data's refs point into (the slave's task text), or NULL. */
+static void start_learn(agg *a, const char *task_id, const cJSON *data, learn_body *body)
 {
     const char *name = "learner_learn_task";
     uint64_t t0 = ev_now_us();
@@ -655,11 +708,12 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
     if (PLANTED(a, PLANT_RETAKE_FORGETS_DEMAND))
         plant_forget_demands(a, dem, n, items);
 #endif
-    char **slices = xcalloc(n, sizeof *slices);
-    size_t *lens = xcalloc(n, sizeof *lens);
+    char **slices = xcalloc(n ? n : 1, sizeof *slices);
+    size_t *lens = xcalloc(n ? n : 1, sizeof *lens);
+    agg_span *spans = xcalloc(n ? n : 1, sizeof *spans);
+    bool spanned = false;
     char err[512];
-    int rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
-                                          sizeof err);
+    int rc = split_learn(items, body, dem, n, spans, &spanned, slices, lens, err, sizeof err);
 #ifdef DILEARN_PLANT_BUGS
     if (rc < 0 && PLANTED(a, PLANT_SPLIT_OFF_BY_ONE)) {
         /* the planted bug sends short slices silently, as the reference */
@@ -667,8 +721,7 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
         for (size_t i = 0; i < n; i++)
             total += dem[i];
         dem[n - 1] -= total > 0 ? 1 : 0;
-        rc = agg_split_learn_tasks_framed(items, text, dem, n, MASTER_TASK_HEAD, MASTER_TASK_TAIL, slices, lens, err,
-                                          sizeof err);
+        rc = split_learn(items, body, dem, n, spans, &spanned, slices, lens, err, sizeof err);
     }
 #endif
     if (rc < 0) {
@@ -677,27 +730,32 @@ static void start_learn(agg *a, const char *task_id, const cJSON *data, const ch
         free(msg);
         free(slices);
         free(lens);
+        free(spans);
         free(dem);
         free(ls);
         return;
     }
     job *j = job_new(a, task_id, name, JOB_LEARN, n);
     j->start_us = t0;
+    if (spanned)
+        j->body = body_ref(body);
     start = 0;
     for (size_t i = 0; i < n; i++) {
-        sub_send(j, i, ls[i], slices[i], lens[i], true, (int64_t)dem[i]); /* the task's data, built by the split */
+        /* the task's data: a span of the body, or built by the split */
+        sub_send(j, i, ls[i], slices[i], lens[i], true, spanned ? &spans[i] : NULL, (int64_t)dem[i]);
         j->subs[i].slice_start = start;
         j->subs[i].slice_end = start + dem[i];
         start += dem[i];
     }
     free(slices);
     free(lens);
+    free(spans);
     free(dem);
     free(ls);
     job_run(j);
 }
 
-static void start_task(agg *a, const char *task_id, const cJSON *data, const char *text)
+static void start_task(agg *a, const char *task_id, const cJSON *data, learn_body *body)
 {
     const char *name = jsonx_get_str(data, "name");
     if (!name) {
@@ -719,7 +777,7 @@ static void start_task(agg *a, const char *task_id, const cJSON *data, const cha
     } else if (strcmp(name, "learner_get_data_task") == 0) {
         fan_out_all(a, task_id, name, JOB_GET_DATA, "{\"name\": \"learner_get_data_task\"}");
     } else if (strcmp(name, "learner_learn_task") == 0) {
-        start_learn(a, task_id, data, text);
+        start_learn(a, task_id, data, body);
     } else if (strcmp(name, "learner_close_task") == 0) {
         fan_out_all(a, task_id, name, JOB_CLOSE, "{\"name\": \"learner_close_task\"}");
     } else {
@@ -753,10 +811,19 @@ static void on_coord_task(void *ud, const char *task_id, const cJSON *data, slav
         LOG_INFO(NULL, "task %s queued until the previous fan-out drains", task_id);
         return;
     }
-    /* Learn data items are refs into the body (raw_refs), split straight
-     * from there; any other task gets a tree with every text of its own. */
+    /* Learn data items are refs into the body (raw_refs): the body is taken
+     * over from the slave and each learner's items sent straight from it;
+     * any other task gets a tree with every text of its own. */
     if (learn) {
-        start_task(a, task_id, data, text);
+        learn_body *body = xcalloc(1, sizeof *body);
+        body->text = slave_task_take_text(a->slave, &body->len);
+        body->refs = 1;
+        if (!body->text) { /* cannot happen with raw_refs; the copying split then */
+            free(body);
+            body = NULL;
+        }
+        start_task(a, task_id, data, body);
+        body_unref(body); /* the job and its requests hold their own */
         return;
     }
     cJSON *own = jsonx_dup(data);

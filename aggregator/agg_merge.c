@@ -435,18 +435,73 @@ int agg_split(const cJSON *data, const size_t *demands, size_t n, char **slices,
     return split_wrapped(data, demands, n, "[", "]", 0, 0, NULL, slices, slice_lens, err, errlen);
 }
 
-static const char LEARN_HEAD[] = "{\"name\": \"learner_learn_task\", \"data\": [";
+static const char LEARN_HEAD[] = AGG_LEARN_HEAD;
 
 int agg_split_learn_tasks(const cJSON *data, const size_t *demands, size_t n, char **tasks, size_t *task_lens,
                           char *err, size_t errlen)
 {
-    return split_wrapped(data, demands, n, LEARN_HEAD, "]}", 0, 0, NULL, tasks, task_lens, err, errlen);
+    return split_wrapped(data, demands, n, LEARN_HEAD, AGG_LEARN_TAIL, 0, 0, NULL, tasks, task_lens, err, errlen);
 }
 
 int agg_split_learn_tasks_framed(const cJSON *data, const char *ref_base, const size_t *demands, size_t n,
                                  size_t head_room, size_t tail_room, char **tasks, size_t *task_lens, char *err,
                                  size_t errlen)
 {
-    return split_wrapped(data, demands, n, LEARN_HEAD, "]}", head_room, tail_room, ref_base, tasks, task_lens, err,
-                         errlen);
+    return split_wrapped(data, demands, n, LEARN_HEAD, AGG_LEARN_TAIL, head_room, tail_room, ref_base, tasks,
+                         task_lens, err, errlen);
+}
+
+static bool is_json_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+/* Whether text[from, to) is what may separate two neighbour items of a
+ * list: white space, one comma, white space. A few bytes as a rule. */
+static bool item_gap(const char *text, size_t from, size_t to)
+{
+    while (from < to && is_json_space(text[from]))
+        from++;
+    if (from == to || text[from++] != ',')
+        return false;
+    while (from < to && is_json_space(text[from]))
+        from++;
+    return from == to;
+}
+
+int agg_split_spans(const cJSON *data, const char *text, size_t text_len, const size_t *demands, size_t n,
+                    agg_span *spans, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    splitter s = {.demands = demands, .n = n};
+    for (size_t i = 0; i < n; i++) {
+        spans[i] = (agg_span){0, 0};
+        if (s.total + demands[i] < s.total)
+            return split_fail(err, errlen, "the learners' demands overflow");
+        s.total += demands[i];
+    }
+    if (!cJSON_IsArray(data) || !text)
+        return 1; /* the copying split takes it, and says what is wrong */
+    long count = 0;
+    for (const cJSON *c = data->child; c; c = c->next)
+        count++;
+    if ((size_t)count != s.total)
+        return count_mismatch(&s, count, err, errlen);
+    const cJSON *c = data->child;
+    size_t prev_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < demands[i] && c; j++, c = c->next) { /* c: counted above */
+            size_t off, len;
+            if (!jsonx_ref(c, &off, &len) || off > text_len || len > text_len - off)
+                return 1;
+            if (j == 0)
+                spans[i].off = off;
+            else if (off < prev_end || !item_gap(text, prev_end, off))
+                return 1;
+            prev_end = off + len;
+            spans[i].len = prev_end - spans[i].off;
+        }
+    }
+    return 0;
 }

@@ -64,4 +64,30 @@ int agg_split_learn_tasks_framed(const cJSON *data, const char *ref_base, const 
                                  size_t head_room, size_t tail_room, char **tasks, size_t *task_lens,
                                  char *err, size_t errlen);
 
+/* One learner's items as one run of the text they were parsed from: the
+ * bytes [off, off + len) of it, from the first item's first byte to the
+ * last item's last byte (the separators and white space between are the
+ * text's own). len 0 for a demand of 0. */
+typedef struct {
+    size_t off, len;
+} agg_span;
+
+/* The split of agg_split(), as spans instead of copies, for data whose
+ * items are refs of jsonx_parse_refs() into text (text_len bytes): learner
+ * i's task text is then "{\"name\": \"learner_learn_task\", \"data\": ["
+ * (AGG_LEARN_HEAD), its span, "]}" (AGG_LEARN_TAIL) - the bytes
+ * agg_split_learn_tasks_framed() builds when the text's items are joined by
+ * a bare ",", else the same apart from white space between items.
+ * Returns 0 with spans[0..n) set; 1 if the spans cannot carry data (an
+ * item is not a ref, or two consecutive items are not neighbours in the
+ * text: something besides a comma and white space lies between them), so
+ * that the caller copies with agg_split_learn_tasks_framed() (also when
+ * data is not a list: that split says what is wrong, or text is NULL); -1
+ * with err as agg_split() says it when the count does not match the
+ * demands. One pass over the items, reading only their separators. */
+int agg_split_spans(const cJSON *data, const char *text, size_t text_len, const size_t *demands, size_t n,
+                    agg_span *spans, char *err, size_t errlen);
+#define AGG_LEARN_HEAD "{\"name\": \"learner_learn_task\", \"data\": ["
+#define AGG_LEARN_TAIL "]}"
+
 #endif

@@ -73,8 +73,11 @@ struct hc_req {
     hc_url *url;
     struct curl_slist *headers;
     char *what; /* "METHOD url", for messages */
-    char *body;
+    const char *body;  /* owned_body, or borrowed */
+    char *owned_body;
     size_t body_len;
+    void (*body_release)(void *); /* for a borrowed body: once, in req_free */
+    void *body_release_ud;
     char *prefix, *suffix; /* copies of opts->body_prefix/suffix */
     size_t prefix_len, suffix_len;
     size_t total;    /* prefix + body + suffix */
@@ -412,12 +415,16 @@ static void req_free(hc_req *r)
         r->url->refs--;
     curl_slist_free_all(r->headers);
     free(r->what);
-    free(r->body);
+    free(r->owned_body);
     free(r->prefix);
     free(r->suffix);
     hc_reply_free(&r->reply);
+    void (*release)(void *) = r->body_release;
+    void *release_ud = r->body_release_ud;
     free(r);
     c->pending--;
+    if (release) /* last: it may free what the body points into */
+        release(release_ud);
 }
 
 /* Ends a request without its callback. */
@@ -633,6 +640,8 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     if (!e) {
         free(o->body);
         o->body = NULL;
+        if (o->body_release)
+            o->body_release(o->body_release_ud);
         return NULL;
     }
     hc_req *r = xcalloc(1, sizeof *r);
@@ -643,11 +652,16 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     r->cb = cb;
     r->data = data;
     r->free_data = o->free_data;
+    r->body_release = o->body_release;
+    r->body_release_ud = o->body_release_ud;
     if (o->body) {
-        r->body = o->body;
+        r->body = r->owned_body = o->body;
+        r->body_len = o->body_len;
+    } else if (o->body_borrowed) {
+        r->body = o->body_borrowed;
         r->body_len = o->body_len;
     } else {
-        r->body = xstrdup("{}");
+        r->body = r->owned_body = xstrdup("{}");
         r->body_len = 2;
     }
     o->body = NULL;
@@ -699,7 +713,7 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
     curl_easy_setopt(e, CURLOPT_NOBODY, (long)head);
     if (!head) {
         r->streamed = r->prefix || r->suffix || r->total >= HC_INLINE_BODY || r->declared > r->total;
-        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->streamed ? NULL : r->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->streamed ? NULL : (const void *)r->body);
         curl_easy_setopt(e, CURLOPT_POST, 1L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->declared);
     }

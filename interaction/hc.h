@@ -24,7 +24,13 @@
  * Timeouts count per attempt: connect_timeout_ms for the connection,
  * timeout_ms for the whole attempt (connecting, sending, receiving).
  *
- * Ownership: hc_send() takes over opts->body (heap, freed by hc). The result
+ * Ownership: hc_send() takes over opts->body (heap, freed by hc), or borrows
+ * opts->body_borrowed (never copied nor freed: the caller keeps it alive
+ * until opts->body_release(opts->body_release_ud), which hc calls exactly
+ * once when the request is over: after the callback returns, when it fails
+ * to start (before hc_send returns NULL), is cancelled or forgotten (once
+ * its transfer has ended) or hc_free()s it; every retry resends the same
+ * bytes, so they must live until then). The result
  * passed to the callback is borrowed for the call. A request handle is valid
  * until its callback starts or hc_cancel() returns; the callback is then never
  * called. A function that fails never calls the callback, and hc_send()
@@ -61,6 +67,13 @@ typedef struct {
     int channel;          /* Channel header; < 0: none */
     char *body;           /* taken over; NULL sends "{}" */
     size_t body_len;
+    /* Or, with body NULL, a body the request does not own: body_len bytes
+     * at body_borrowed, sent from there (never copied); body_release
+     * (optional) is called once, with body_release_ud, when the request is
+     * over (see Ownership above). Also called if body_borrowed is NULL. */
+    const char *body_borrowed;
+    void (*body_release)(void *ud);
+    void *body_release_ud;
     /* Sent before and after the body (copied; NULL: none), so that a
      * large body need not be moved to wrap it: the request body on the wire
      * is prefix, body, suffix. */

@@ -745,6 +745,15 @@ void hs_body_free(hs_request *r)
     r->len = r->cap = 0;
 }
 
+char *hs_body_take(hs_request *r, size_t *len)
+{
+    char *b = r->body ? r->body : xstrdup("");
+    *len = r->body ? r->len : 0;
+    r->body = NULL;
+    r->len = r->cap = 0;
+    return b;
+}
+
 /* Rendered on first use only: formatting it for every request costs more
  * than most requests. */
 const char *hs_peer(const hs_request *cr)

@@ -105,6 +105,10 @@ size_t hs_body_len(const hs_request *r);
 /* Frees the request body early (a handler that has parsed a large body
  * and goes on working): hs_body() is "" and hs_body_len() 0 afterwards. */
 void hs_body_free(hs_request *r);
+/* Takes the request body over (heap, NUL-terminated, *len bytes; the
+ * caller frees it): a handler that keeps a large body beyond the request
+ * without copying it. hs_body() is "" and hs_body_len() 0 afterwards. */
+char *hs_body_take(hs_request *r, size_t *len);
 /* "ip:port" of the peer. */
 const char *hs_peer(const hs_request *r);
 

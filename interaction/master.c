@@ -521,20 +521,17 @@ master_task *master_task_send(master_conn *c, char *data_json, size_t len, long 
     return master_task_send_framed(c, buf, len, deadline_ms, cb, ud, err, errlen);
 }
 
-master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long deadline_ms, master_task_cb cb,
-                                     void *ud, char *err, size_t errlen)
+/* A task for c, with its id, or NULL (err set). */
+static master_task *task_new(master_conn *c, master_task_cb cb, void *ud, char *err, size_t errlen)
 {
     if (!c || c->dying || c->state != CONN_READY) {
         snprintf(err, errlen, "%s: not connected", c ? c->name : "(null)");
-        free(buf);
         return NULL;
     }
-    master *m = c->m;
     master_task *t = xcalloc(1, sizeof *t);
     t->cause = EVT_CAUSE_other;
     if (proto_uuid4(t->id) < 0) {
         snprintf(err, errlen, "getrandom failed: cannot make a task id");
-        free(buf);
         free(t);
         return NULL;
     }
@@ -542,33 +539,36 @@ master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long
     t->cb = cb;
     t->ud = ud;
     t->state = TASK_STARTING;
-    /* {"task": {"id": "<id>"}, "data": <data>}, written around the data in
-     * the room the caller left: no copy of the data. */
-    char head[MASTER_TASK_HEAD + 1];
-    int hl = snprintf(head, sizeof head, "{\"task\": {\"id\": \"%s\"}, \"data\": ", t->id);
+    return t;
+}
+
+/* {"task": {"id": "<id>"}, "data": : MASTER_TASK_HEAD bytes into out. */
+static void task_head(const master_task *t, char out[MASTER_TASK_HEAD + 1])
+{
+    int hl = snprintf(out, MASTER_TASK_HEAD + 1, "{\"task\": {\"id\": \"%s\"}, \"data\": ", t->id);
     if (hl != (int)MASTER_TASK_HEAD) {
         fprintf(stderr, "fatal: task envelope head is %d bytes, not %zu\n", hl, (size_t)MASTER_TASK_HEAD);
         abort();
     }
-    memcpy(buf, head, MASTER_TASK_HEAD);
-    size_t blen = MASTER_TASK_HEAD + len + MASTER_TASK_TAIL;
-    buf[blen - 1] = '}';
-    buf[blen] = '\0';
-    char *bdata = buf;
-    hc_opts o;
-    hc_opts_init(&o);
-    o.max_reply = PROTO_REPLY_MAX;
-    o.method = "POST";
-    o.url = c->task_url;
-    o.token = c->token;
-    o.channel = m->cfg.channel;
-    o.body_len = blen;
-    o.body = bdata;
-    o.retries = m->cfg.retries;
-    o.retry_wait_ms = m->cfg.retry_wait_ms;
-    o.connect_timeout_ms = m->cfg.connect_timeout_ms;
-    o.timeout_ms = m->cfg.request_timeout_ms;
-    t->req = hc_send(m->client, &o, on_task_reply, t);
+}
+
+/* Sends t's /task/new with o's body (set by the caller; taken over or
+ * released by hc, also on failure) and starts its deadline; frees t and
+ * returns NULL if the request cannot start. */
+static master_task *task_launch(master_task *t, hc_opts *o, long deadline_ms, char *err, size_t errlen)
+{
+    master_conn *c = t->conn;
+    master *m = c->m;
+    o->max_reply = PROTO_REPLY_MAX;
+    o->method = "POST";
+    o->url = c->task_url;
+    o->token = c->token;
+    o->channel = m->cfg.channel;
+    o->retries = m->cfg.retries;
+    o->retry_wait_ms = m->cfg.retry_wait_ms;
+    o->connect_timeout_ms = m->cfg.connect_timeout_ms;
+    o->timeout_ms = m->cfg.request_timeout_ms;
+    t->req = hc_send(m->client, o, on_task_reply, t);
     if (!t->req) {
         snprintf(err, errlen, "%s: cannot start the /task/new request", c->name);
         free(t);
@@ -582,6 +582,66 @@ master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long
     if (t->deadline_ms > 0)
         t->deadline = ev_timer_start(m->loop, (uint64_t)t->deadline_ms, on_deadline, t);
     return t;
+}
+
+master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long deadline_ms, master_task_cb cb,
+                                     void *ud, char *err, size_t errlen)
+{
+    master_task *t = task_new(c, cb, ud, err, errlen);
+    if (!t) {
+        free(buf);
+        return NULL;
+    }
+    /* {"task": {"id": "<id>"}, "data": <data>}, written around the data in
+     * the room the caller left: no copy of the data. */
+    char head[MASTER_TASK_HEAD + 1];
+    task_head(t, head);
+    memcpy(buf, head, MASTER_TASK_HEAD);
+    size_t blen = MASTER_TASK_HEAD + len + MASTER_TASK_TAIL;
+    buf[blen - 1] = '}';
+    buf[blen] = '\0';
+    hc_opts o;
+    hc_opts_init(&o);
+    o.body_len = blen;
+    o.body = buf;
+    return task_launch(t, &o, deadline_ms, err, errlen);
+}
+
+master_task *master_task_send_span(master_conn *c, const char *head, size_t head_len, const char *span,
+                                   size_t span_len, void (*release)(void *ud), void *release_ud, const char *tail,
+                                   size_t tail_len, long deadline_ms, master_task_cb cb, void *ud, char *err,
+                                   size_t errlen)
+{
+    master_task *t = task_new(c, cb, ud, err, errlen);
+    if (!t) {
+        if (release)
+            release(release_ud);
+        return NULL;
+    }
+    /* The envelope and head before the span, tail and envelope after it:
+     * hc copies these pieces and sends the span from where it is. */
+    char *pre = xmalloc(MASTER_TASK_HEAD + head_len + 1);
+    task_head(t, pre);
+    if (head_len)
+        memcpy(pre + MASTER_TASK_HEAD, head, head_len);
+    char *post = xmalloc(tail_len + MASTER_TASK_TAIL);
+    if (tail_len)
+        memcpy(post, tail, tail_len);
+    post[tail_len] = '}';
+    hc_opts o;
+    hc_opts_init(&o);
+    o.body_prefix = pre;
+    o.body_prefix_len = MASTER_TASK_HEAD + head_len;
+    o.body_borrowed = span ? span : ""; /* an empty span is no body ("{}") */
+    o.body_len = span_len;
+    o.body_release = release;
+    o.body_release_ud = release_ud;
+    o.body_suffix = post;
+    o.body_suffix_len = tail_len + MASTER_TASK_TAIL;
+    master_task *r = task_launch(t, &o, deadline_ms, err, errlen);
+    free(pre);
+    free(post);
+    return r;
 }
 
 void master_task_cancel(master_task *t)

@@ -124,6 +124,19 @@ master_task *master_task_send(master_conn *c, char *data_json, size_t len, long 
  * caller (a learn batch). */
 master_task *master_task_send_framed(master_conn *c, char *buf, size_t len, long deadline_ms,
                                      master_task_cb cb, void *ud, char *err, size_t errlen);
+/* Like master_task_send_framed() for data = head, span, tail (head_len,
+ * span_len, tail_len bytes), without copying the span: it is sent from
+ * where it is (hc's body_borrowed), and must stay valid until
+ * release(release_ud), which is called exactly once: when the /task/new
+ * request is over (answered, failed after its retries, or ended with the
+ * task or the master; the request may outlive the task), or before this
+ * returns NULL. head and tail are copied (borrowed for the call). The bytes
+ * on the wire are those master_task_send_framed() sends for the same data.
+ * For a slice of a large body received (a learn batch's items). */
+master_task *master_task_send_span(master_conn *c, const char *head, size_t head_len, const char *span,
+                                   size_t span_len, void (*release)(void *ud), void *release_ud,
+                                   const char *tail, size_t tail_len, long deadline_ms, master_task_cb cb,
+                                   void *ud, char *err, size_t errlen);
 /* Cancels a task: no callback; a report that arrives later is answered
  * "Task not found.". */
 void master_task_cancel(master_task *t);

@@ -39,6 +39,8 @@ struct slave {
     unsigned reports_pending;
     unsigned long refused; /* /connects refused by allow_master */
     const char *task_text; /* the /task/new body while on_task runs (raw_refs) */
+    hs_request *task_req;  /* its request, while on_task runs (raw_refs) */
+    char *task_taken;      /* task_text, if on_task took it over */
 };
 
 void slave_config_init(slave_config *cfg)
@@ -595,9 +597,13 @@ static void do_task(slave *s, hs_request *r)
      * finish it at once. */
     s->task_id = xstrdup(id->valuestring);
     s->task_text = hs_body(r);
+    s->task_req = s->cfg.raw_refs ? r : NULL;
+    s->task_taken = NULL;
     if (s->cbs.on_task)
         s->cbs.on_task(s->ud, id->valuestring, data, &v); /* id lives in j */
     s->task_text = NULL;
+    s->task_req = NULL;
+    s->task_taken = NULL;
     cJSON_Delete(j);
     if (s->cfg.raw_refs)
         hs_body_free(r);
@@ -776,6 +782,16 @@ bool slave_connected(const slave *s)
 const char *slave_task_text(const slave *s)
 {
     return s->task_text;
+}
+
+char *slave_task_take_text(slave *s, size_t *len)
+{
+    *len = 0;
+    if (!s->task_req || s->task_taken)
+        return NULL;
+    s->task_taken = hs_body_take(s->task_req, len);
+    s->task_text = s->task_taken; /* the same bytes, now the caller's */
+    return s->task_taken;
 }
 
 const char *slave_current_task(const slave *s)

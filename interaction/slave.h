@@ -132,6 +132,12 @@ bool slave_connected(const slave *s);
 /* While on_task runs on a slave with raw_refs: the text the task data's
  * refs point into (jsonx_ref(), jsonx_unref()); NULL otherwise. */
 const char *slave_task_text(const slave *s);
+/* While on_task runs on a slave with raw_refs: takes that text over (heap,
+ * NUL-terminated, *len bytes; the caller frees it), so that the refs stay
+ * valid after on_task returns without a copy of the body (the aggregator
+ * sends slices of a learn batch straight from it). slave_task_text() still
+ * returns it until on_task returns. NULL otherwise, or if taken already. */
+char *slave_task_take_text(slave *s, size_t *len);
 /* The id of the current task, or NULL. */
 const char *slave_current_task(const slave *s);
 

@@ -2,6 +2,7 @@
  * (protocol.md, "Merging results") and splitting learn data. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -606,6 +607,161 @@ static void test_learn_tasks_framed_from_refs(void **state)
     cJSON_Delete(j);
 }
 
+/* ---- learn data as spans of the body ---- */
+
+/* The body the coordinator sends, around a learn data list. */
+static char *learn_body(const char *list)
+{
+    return xasprintf("{\"task\": {\"id\": \"t\"}, \"data\": {\"name\": \"learner_learn_task\", \"data\": %s}}", list);
+}
+
+/* Parses body as the aggregator does (refs, raw_depth 2), returns the tree
+ * and sets *data to the learn data list. */
+static cJSON *parse_refs_ok(const char *body, const cJSON **data)
+{
+    char err[256];
+    cJSON *j = jsonx_parse_refs(body, strlen(body), 2, err, sizeof err);
+    if (!j)
+        fail_msg("parse of %s failed: %s", body, err);
+    *data = jsonx_get(jsonx_get(j, "data"), "data");
+    return j;
+}
+
+/* Splits list (as the coordinator sends it) into spans by d and checks
+ * each span's text against want[i]; also that the task built from the span
+ * (AGG_LEARN_HEAD, span, AGG_LEARN_TAIL) is the task the copying split
+ * builds: the same bytes when the list is compact, else the same JSON. */
+static void assert_spans(const char *list, const size_t *d, size_t n, const char *const *want)
+{
+    char err[256];
+    char *body = learn_body(list);
+    const cJSON *data;
+    cJSON *j = parse_refs_ok(body, &data);
+    agg_span sp[8];
+    char *copies[8];
+    size_t lens[8];
+    assert_int_equal(agg_split_spans(data, body, strlen(body), d, n, sp, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    assert_int_equal(agg_split_learn_tasks_framed(data, body, d, n, 0, 0, copies, lens, err, sizeof err), 0);
+    bool compact = strpbrk(list, " \t\r\n") == NULL;
+    for (size_t i = 0; i < n; i++) {
+        assert_true(sp[i].off + sp[i].len <= strlen(body));
+        char *got = xasprintf("%.*s", (int)sp[i].len, body + sp[i].off);
+        assert_string_equal(got, want[i]);
+        char *task = xasprintf("%s%s%s", AGG_LEARN_HEAD, got, AGG_LEARN_TAIL);
+        if (compact) {
+            assert_string_equal(task, copies[i]);
+        } else {
+            cJSON *a = parse_ok(task), *b = parse_ok(copies[i]);
+            char *pa = jsonx_print(a), *pb = jsonx_print(b);
+            assert_string_equal(pa, pb);
+            free(pa);
+            free(pb);
+            cJSON_Delete(a);
+            cJSON_Delete(b);
+        }
+        free(task);
+        free(got);
+        free(copies[i]);
+    }
+    cJSON_Delete(j);
+    free(body);
+}
+
+static void test_spans_follow_the_demands(void **state)
+{
+    (void)state;
+    const size_t d[] = {2, 1, 3};
+    const char *const want[] = {"1, 2", "3", "4, 5, 6"};
+    assert_spans("[1, 2, 3, 4, 5, 6]", d, 3, want);
+    const char *const compact[] = {"1,2", "3", "4,5,6"};
+    assert_spans("[1,2,3,4,5,6]", d, 3, compact); /* byte for byte the copying split's tasks */
+}
+
+static void test_spans_zero_demands_are_empty(void **state)
+{
+    (void)state;
+    const size_t d[] = {0, 2, 0, 1, 0};
+    const char *const want[] = {"", "\"a\", \"b\"", "", "\"c\"", ""};
+    assert_spans("[\"a\", \"b\", \"c\"]", d, 5, want);
+    const size_t none[] = {0, 0};
+    const char *const empty[] = {"", ""};
+    assert_spans("[]", none, 2, empty);
+    assert_spans("[ ]", none, 2, empty);
+}
+
+static void test_spans_one_item(void **state)
+{
+    (void)state;
+    const size_t d[] = {1};
+    const char *const want[] = {"{\"obs\": [0.5, -1e3], \"id\": 9007199254740993}"};
+    assert_spans("[{\"obs\": [0.5, -1e3], \"id\": 9007199254740993}]", d, 1, want);
+    const char *const str[] = {"\"x\\u00e9]\""};
+    assert_spans("[ \"x\\u00e9]\" ]", d, 1, str); /* white space outside the span */
+}
+
+/* White space and nested lists and objects (with commas and brackets in
+ * strings) inside a span are carried as they are. */
+static void test_spans_keep_white_space_and_nested_items(void **state)
+{
+    (void)state;
+    const size_t d[] = {2, 1};
+    const char *const want[] = {"{\"a\": [1, {\"b\": \"x,]\"}]} ,\t\n [2, [3, {}]]", "\"s\""};
+    assert_spans("[ \n{\"a\": [1, {\"b\": \"x,]\"}]} ,\t\n [2, [3, {}]]\r\n,\"s\"  ]", d, 2, want);
+}
+
+/* Too many or too few items: the copying split's error, word for word. */
+static void test_spans_count_must_match(void **state)
+{
+    (void)state;
+    char err[256];
+    char *body = learn_body("[1, 2, 3, 4, 5]");
+    const cJSON *data;
+    cJSON *j = parse_refs_ok(body, &data);
+    agg_span sp[2];
+    const size_t d[] = {2, 2};
+    assert_int_equal(agg_split_spans(data, body, strlen(body), d, 2, sp, err, sizeof err), -1);
+    assert_string_equal(err, "learn data has 5 items but the learners asked for 4 (2+2)");
+    const size_t more[] = {3, 3};
+    assert_int_equal(agg_split_spans(data, body, strlen(body), more, 2, sp, err, sizeof err), -1);
+    assert_string_equal(err, "learn data has 5 items but the learners asked for 6 (3+3)");
+    const size_t huge[] = {SIZE_MAX, 2};
+    assert_int_equal(agg_split_spans(data, body, strlen(body), huge, 2, sp, err, sizeof err), -1);
+    assert_string_equal(err, "the learners' demands overflow");
+    cJSON_Delete(j);
+    free(body);
+}
+
+/* What spans cannot carry goes back to the copying split (1): items that
+ * are not refs, refs without their text, or items that are no longer
+ * neighbours in the text (one was taken out of the list). */
+static void test_spans_give_way_to_copies(void **state)
+{
+    (void)state;
+    char err[256];
+    char *body = learn_body("[1, 2, 3]");
+    const cJSON *data;
+    cJSON *j = parse_refs_ok(body, &data);
+    agg_span sp[2];
+    const size_t d[] = {1, 2};
+    assert_int_equal(agg_split_spans(data, NULL, 0, d, 2, sp, err, sizeof err), 1);
+    assert_int_equal(agg_split_spans(data, body, 10, d, 2, sp, err, sizeof err), 1); /* refs past the text */
+    cJSON *tree = parse_ok("[1, 2, 3]");
+    assert_int_equal(agg_split_spans(tree, body, strlen(body), d, 2, sp, err, sizeof err), 1);
+    cJSON *raw = jsonx_parse_shallow("[1, 2, 3]", 9, 0, err, sizeof err);
+    assert_int_equal(agg_split_spans(raw, body, strlen(body), d, 2, sp, err, sizeof err), 1);
+    cJSON_DeleteItemFromArray((cJSON *)data, 1); /* [1, 3]: 1 and 3 are not neighbours */
+    const size_t two[] = {2};
+    assert_int_equal(agg_split_spans(data, body, strlen(body), two, 1, sp, err, sizeof err), 1);
+    const size_t apart[] = {1, 1}; /* each alone: spans again */
+    assert_int_equal(agg_split_spans(data, body, strlen(body), apart, 2, sp, err, sizeof err), 0);
+    assert_memory_equal(body + sp[1].off, "3", sp[1].len);
+    cJSON_Delete(raw);
+    cJSON_Delete(tree);
+    cJSON_Delete(j);
+    free(body);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -645,6 +801,12 @@ int main(void)
         cmocka_unit_test(test_split_refuses_invalid_raw_text),
         cmocka_unit_test(test_split_many_items),
         cmocka_unit_test(test_learn_tasks_wrap_each_slice),
+        cmocka_unit_test(test_spans_follow_the_demands),
+        cmocka_unit_test(test_spans_zero_demands_are_empty),
+        cmocka_unit_test(test_spans_one_item),
+        cmocka_unit_test(test_spans_keep_white_space_and_nested_items),
+        cmocka_unit_test(test_spans_count_must_match),
+        cmocka_unit_test(test_spans_give_way_to_copies),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

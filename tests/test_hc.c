@@ -420,13 +420,20 @@ static void pooled_connection_closed_by_peer_is_replaced(void **state)
     out_free(&r);
 }
 
+/* Stops the server and gives its URL: a port that refuses (the teardown
+ * needs srv_start again). */
+static void refusing_url(fx *f, char *url, size_t len)
+{
+    int port = f->s.port;
+    srv_stop(&f->s);
+    snprintf(url, len, "http://127.0.0.1:%d/x", port);
+}
+
 static void refused_is_retried_then_fails(void **state)
 {
     fx *f = *state;
     char url[96];
-    int port = f->s.port;
-    srv_stop(&f->s);
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/x", port);
+    refusing_url(f, url, sizeof url);
     hc_opts o;
     hc_opts_init(&o);
     o.retries = 2;
@@ -804,6 +811,188 @@ static void cancel_and_free_call_no_callback(void **state)
     assert_int_equal(never_called, 0);
 }
 
+/* ---- a borrowed body and its release ---- */
+
+/* A borrowed body on the heap, freed by its release: a byte read after the
+ * release (a retry, a late read callback) is a use after free for ASan and
+ * valgrind. */
+typedef struct {
+    char *bytes;
+    size_t len;
+    int releases;           /* calls of the release */
+    int released_in_cb;     /* releases seen when the callback ran */
+    int done;
+    out o;
+} lent;
+
+static void lent_release(void *ud)
+{
+    lent *l = ud;
+    l->releases++;
+    free(l->bytes);
+    l->bytes = NULL;
+}
+
+static void lent_done(void *data, const hc_result *res)
+{
+    lent *l = data;
+    l->released_in_cb = l->releases;
+    on_done(&l->o, res);
+    l->done = 1;
+}
+
+/* opts for POSTing l's bytes, borrowed, to url. */
+static void lent_opts(hc_opts *o, lent *l, const char *url, size_t n)
+{
+    memset(l, 0, sizeof *l);
+    l->len = n;
+    l->bytes = xmalloc(n);
+    for (size_t i = 0; i < n; i++)
+        l->bytes[i] = (char)('a' + i % 26);
+    hc_opts_init(o);
+    o->method = "POST";
+    o->url = url;
+    o->body_borrowed = l->bytes;
+    o->body_len = n;
+    o->body_release = lent_release;
+    o->body_release_ud = l;
+}
+
+static const char *request_body(const fx *f)
+{
+    const char *q = f->s.last_request.data;
+    return q ? strstr(q, "\r\n\r\n") + 4 : "";
+}
+
+static void assert_lent_bytes(const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (b[i] != (char)('a' + i % 26))
+            fail_msg("byte %zu of the borrowed body differs", i);
+}
+
+/* Sent from where it is (small: with the head; large: in pieces between a
+ * prefix and a suffix), released once, after the callback. */
+static void borrowed_body_is_sent_then_released_once(void **state)
+{
+    fx *f = *state;
+    f->s.reply = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    const size_t sizes[] = {100, (size_t)3 << 20};
+    for (int k = 0; k < 2; k++) {
+        lent l;
+        hc_opts o;
+        lent_opts(&o, &l, f->url, sizes[k]);
+        if (k == 1) {
+            o.body_prefix = "[\"";
+            o.body_prefix_len = 2;
+            o.body_suffix = "\"]";
+            o.body_suffix_len = 2;
+        }
+        size_t pre = k == 1 ? 2 : 0;
+        assert_non_null(hc_send(f->c, &o, lent_done, &l));
+        assert_true(tu_run_until(f->loop, &l.done, 10000));
+        assert_null(l.o.error);
+        assert_int_equal(l.o.status, 200);
+        assert_int_equal(l.released_in_cb, 0); /* the request is over after its callback */
+        assert_int_equal(l.releases, 1);
+        assert_null(l.bytes);
+        const char *b = request_body(f);
+        assert_int_equal(f->s.last_request.len - (size_t)(b - f->s.last_request.data), sizes[k] + 2 * pre);
+        if (pre) {
+            assert_memory_equal(b, "[\"", 2);
+            assert_memory_equal(b + 2 + sizes[k], "\"]", 2);
+        }
+        assert_lent_bytes(b + pre, sizes[k]);
+        out_free(&l.o);
+        tu_run_for(f->loop, 10);
+        assert_int_equal(l.releases, 1);
+    }
+}
+
+/* Refused on every attempt: released once, after the last. */
+static void borrowed_body_released_once_when_refused(void **state)
+{
+    fx *f = *state;
+    char url[96];
+    refusing_url(f, url, sizeof url);
+    lent l;
+    hc_opts o;
+    lent_opts(&o, &l, url, (size_t)200 << 10);
+    o.retries = 2;
+    o.retry_wait_ms = 5;
+    assert_non_null(hc_send(f->c, &o, lent_done, &l));
+    assert_true(tu_run_until(f->loop, &l.done, 10000));
+    assert_non_null(l.o.error);
+    assert_int_equal(l.o.attempts, 3);
+    assert_int_equal(l.released_in_cb, 0);
+    assert_int_equal(l.releases, 1);
+    out_free(&l.o);
+    srv_start(&f->s, f->loop); /* for teardown */
+}
+
+/* A silent peer: every attempt sends the whole body again (from the same
+ * bytes, still alive) and times out; released once, at the end. */
+static void borrowed_body_resent_by_retries_and_released_once(void **state)
+{
+    fx *f = *state;
+    f->s.silent = 1;
+    lent l;
+    hc_opts o;
+    size_t n = (size_t)300 << 10;
+    lent_opts(&o, &l, f->url, n);
+    o.timeout_ms = 150;
+    o.retries = 2;
+    o.retry_wait_ms = 1;
+    assert_non_null(hc_send(f->c, &o, lent_done, &l));
+    assert_true(tu_run_until(f->loop, &l.done, 10000));
+    assert_non_null(l.o.error);
+    assert_non_null(strstr(l.o.error, "timed out after"));
+    assert_int_equal(l.o.attempts, 3);
+    assert_int_equal(l.releases, 1);
+    assert_int_equal(f->s.accepts, 3);
+    const char *b = request_body(f); /* the last attempt's */
+    assert_int_equal(f->s.last_request.len - (size_t)(b - f->s.last_request.data), n);
+    assert_lent_bytes(b, n);
+    out_free(&l.o);
+}
+
+/* Cancelled: released at once. Forgotten: when its transfer ends. Freed
+ * with the client: then. A request that cannot start: before hc_send
+ * returns NULL. Never twice, never a callback. */
+static void borrowed_body_released_once_on_cancel_forget_and_free(void **state)
+{
+    fx *f = *state;
+    f->s.silent = 1;
+    lent a, b, c, d;
+    hc_opts o;
+    lent_opts(&o, &a, f->url, 1000);
+    hc_req *ra = hc_send(f->c, &o, must_not_run, NULL);
+    lent_opts(&o, &b, f->url, 1000);
+    o.timeout_ms = 100;
+    hc_req *rb = hc_send(f->c, &o, must_not_run, NULL);
+    lent_opts(&o, &c, f->url, 1000);
+    assert_non_null(hc_send(f->c, &o, must_not_run, NULL));
+    assert_non_null(ra);
+    assert_non_null(rb);
+    tu_run_for(f->loop, 20);
+    assert_int_equal(a.releases + b.releases + c.releases, 0);
+    hc_cancel(f->c, ra);
+    assert_int_equal(a.releases, 1);
+    hc_forget(f->c, rb);
+    assert_int_equal(b.releases, 0); /* its transfer still reads the body */
+    tu_run_for(f->loop, 400);        /* its timeout ends it (no retry once forgotten) */
+    assert_int_equal(b.releases, 1);
+    assert_int_equal(c.releases, 0);
+    hc_free(f->c);
+    f->c = hc_new(f->loop);
+    assert_int_equal(c.releases, 1);
+    lent_opts(&o, &d, "ftp://127.0.0.1/x", 10);
+    assert_null(hc_send(f->c, &o, must_not_run, NULL));
+    assert_int_equal(d.releases, 1);
+    assert_int_equal(a.releases + b.releases + c.releases + d.releases, 4);
+    assert_int_equal(never_called, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -829,6 +1018,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(large_body_in_pieces, setup, teardown),
         cmocka_unit_test_setup_teardown(hostile_peers_are_cut_off, setup, teardown),
         cmocka_unit_test_setup_teardown(folded_header_after_a_reply, setup, teardown),
+        cmocka_unit_test_setup_teardown(borrowed_body_is_sent_then_released_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(borrowed_body_released_once_when_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(borrowed_body_resent_by_retries_and_released_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(borrowed_body_released_once_on_cancel_forget_and_free, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

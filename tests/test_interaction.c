@@ -1429,6 +1429,120 @@ static void uuids_and_channels_parse_like_the_reference(void **state)
     assert_false(proto_parse_channel("99999999999", &ch));
 }
 
+/* ---- a task sent as head, borrowed span, tail ---- */
+
+/* A slave that keeps the raw body of each task (raw_refs: it takes the
+ * body over from the slave) and completes at once. */
+typedef struct {
+    slave *s;
+    char *raw[2];
+    size_t raw_len[2];
+    int n;
+    int second_take_null;
+} raw_fx;
+
+static void raw_on_task(void *ud, const char *id, const cJSON *data, slave_verdict *v)
+{
+    (void)data;
+    (void)v;
+    raw_fx *r = ud;
+    const char *text = slave_task_text(r->s);
+    size_t len;
+    char *taken = slave_task_take_text(r->s, &len);
+    assert_ptr_equal(taken, text); /* taken over, not copied */
+    size_t len2;
+    r->second_take_null = slave_task_take_text(r->s, &len2) == NULL && len2 == 0;
+    if (r->n < 2) {
+        r->raw[r->n] = taken;
+        r->raw_len[r->n++] = len;
+    } else {
+        free(taken);
+    }
+    slave_task_complete(r->s, id, NULL);
+}
+
+static int span_releases;
+static void span_release(void *ud)
+{
+    span_releases++;
+    free(ud);
+}
+
+/* The bytes are master_task_send_framed()'s for the same data (apart from
+ * the task id); the span is released once, when the request is over, and
+ * at once when the task cannot be sent. */
+static void task_sent_as_a_span_is_the_framed_task(void **state)
+{
+    fx *f = *state;
+    char err[256];
+    raw_fx r = {0};
+    slave_config sc;
+    slave_config_init(&sc);
+    sc.name = "learner-raw";
+    sc.raw_depth = 2;
+    sc.raw_refs = true;
+    slave_callbacks scb = {.on_task = raw_on_task};
+    r.s = slave_new(f->loop, &sc, &scb, &r, err, sizeof err);
+    assert_non_null(r.s);
+    f->connect_done = 0;
+    master_conn *c =
+        master_connect(f->m, "raw", "127.0.0.1", slave_port(r.s), NULL, on_connected, f, err, sizeof err);
+    assert_non_null(c);
+    assert_true(tu_run_until(f->loop, &f->connect_done, 5000));
+    assert_true(f->connect_ok);
+
+    const char *head = "{\"name\": \"learner_learn_task\", \"data\": [";
+    const char *span = "{\"a\": [1, 2]} ,\n 3";
+    const char *tail = "]}";
+    char *data = xasprintf("%s%s%s", head, span, tail);
+    size_t dl = strlen(data);
+    char *buf = xmalloc(MASTER_TASK_HEAD + dl + MASTER_TASK_TAIL + 1);
+    memcpy(buf + MASTER_TASK_HEAD, data, dl);
+    tu_task_out o1 = {0}, o2 = {0};
+    assert_non_null(master_task_send_framed(c, buf, dl, 0, tu_task_done, &o1, err, sizeof err));
+    assert_true(tu_run_until(f->loop, &o1.done, 5000));
+    span_releases = 0;
+    char *sp = xstrdup(span);
+    master_task *t = master_task_send_span(c, head, strlen(head), sp, strlen(sp), span_release, sp, tail,
+                                           strlen(tail), 0, tu_task_done, &o2, err, sizeof err);
+    assert_non_null(t);
+    assert_int_equal(span_releases, 0);
+    assert_true(tu_run_until(f->loop, &o2.done, 5000));
+    assert_int_equal(o2.state, TASK_COMPLETED);
+    /* the /task/new reply may come after the result: the request ends then */
+    assert_true(tu_run_until(f->loop, &span_releases, 5000));
+    tu_run_for(f->loop, 20);
+    assert_int_equal(span_releases, 1);
+    assert_int_equal(r.n, 2);
+    assert_true(r.second_take_null);
+    assert_int_equal(r.raw_len[0], r.raw_len[1]);
+    assert_int_equal(r.raw_len[0], MASTER_TASK_HEAD + dl + MASTER_TASK_TAIL);
+    /* {"task": {"id": "<36>"}, "data": ...}: the same but for the id */
+    const size_t id_at = strlen("{\"task\": {\"id\": \"");
+    assert_memory_equal(r.raw[0], r.raw[1], id_at);
+    assert_memory_equal(r.raw[0] + id_at + PROTO_UUID_LEN, r.raw[1] + id_at + PROTO_UUID_LEN,
+                        r.raw_len[0] - id_at - PROTO_UUID_LEN);
+    assert_memory_equal(r.raw[1] + MASTER_TASK_HEAD, data, dl);
+    assert_memory_not_equal(r.raw[0] + id_at, r.raw[1] + id_at, PROTO_UUID_LEN);
+
+    /* Not sent: released before the call returns. */
+    span_releases = 0;
+    sp = xstrdup(span);
+    assert_null(master_task_send_span(NULL, head, strlen(head), sp, strlen(sp), span_release, sp, tail,
+                                      strlen(tail), 0, tu_task_done, &o2, err, sizeof err));
+    assert_int_equal(span_releases, 1);
+    assert_string_equal(err, "(null): not connected");
+
+    tu_task_out_free(&o1);
+    tu_task_out_free(&o2);
+    free(r.raw[0]);
+    free(r.raw[1]);
+    free(data);
+    master_disconnect(c, "test over");
+    tu_run_for(f->loop, 20);
+    slave_free(r.s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1464,6 +1578,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(body_over_the_limit_is_answered_413_with_the_envelope, setup, teardown),
         cmocka_unit_test_setup_teardown(master_result_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(one_master_drives_64_slaves_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(task_sent_as_a_span_is_the_framed_task, setup, teardown),
     };
     return cmocka_run_group_tests_name("interaction", tests, NULL, NULL);
 }
