@@ -633,6 +633,148 @@ static inline const char *fast_num(const char *c, const char *end, int *next)
     return c;
 }
 
+/* ---- number lists, 64 bytes at a time ----
+ * A list of numbers as Python's json and the C printers write it
+ * ("0.5, -1.25e-05, 3") is checked as a whole block: each byte gets its
+ * class as one bit in a mask per class (bit i: byte i of the block), and
+ * the grammar becomes bit operations on the masks:
+ * - what may follow what (automaton below), on the masks shifted by one;
+ * - at most one '.' per number, before the exponent, and one exponent:
+ *   adding (P << 1) to the digit mask carries from each '.' through the
+ *   digits after it to the first byte that is not one (its "landing"),
+ *   which must not be '.'; the same from each 'e' through digits and signs,
+ *   landing on neither '.' nor 'e';
+ * - no leading zero: a '0' that starts the integer part is not followed by
+ *   a digit.
+ * Only ',' and ' ' separate the numbers here, exactly one ',' after each;
+ * anything else (']', '\n', "1 , 2") ends the block run, and the caller
+ * goes on from the start of the last number the run did not vouch for. */
+
+/* The classes of a block's bytes. */
+typedef struct {
+    uint64_t d;  /* digits */
+    uint64_t z;  /* '0' (also in d) */
+    uint64_t p;  /* '.' */
+    uint64_t e;  /* 'e' or 'E' */
+    uint64_t m;  /* '-' */
+    uint64_t s;  /* '+' */
+    uint64_t c;  /* ',' */
+    uint64_t sp; /* ' ' */
+} numclass;
+
+#if defined(__SSE2__) && !defined(JSONX_NO_SIMD)
+#include <emmintrin.h>
+
+static inline uint64_t bits16(__m128i v)
+{
+    return (uint64_t)(unsigned)_mm_movemask_epi8(v) & 0xFFFF;
+}
+
+static inline void classify64(const char *b, numclass *k)
+{
+    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), dot = _mm_set1_epi8('.'),
+                  lower = _mm_set1_epi8(0x20), e = _mm_set1_epi8('e'), minus = _mm_set1_epi8('-'),
+                  plus = _mm_set1_epi8('+'), comma = _mm_set1_epi8(','), space = _mm_set1_epi8(' ');
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 4; i++) {
+        __m128i x;
+        memcpy(&x, b + 16 * i, 16);
+        __m128i t = _mm_sub_epi8(x, zero);
+        unsigned sh = 16 * i;
+        k->d |= bits16(_mm_cmpeq_epi8(_mm_min_epu8(t, nine), t)) << sh;
+        k->z |= bits16(_mm_cmpeq_epi8(x, zero)) << sh;
+        k->p |= bits16(_mm_cmpeq_epi8(x, dot)) << sh;
+        k->e |= bits16(_mm_cmpeq_epi8(_mm_or_si128(x, lower), e)) << sh;
+        k->m |= bits16(_mm_cmpeq_epi8(x, minus)) << sh;
+        k->s |= bits16(_mm_cmpeq_epi8(x, plus)) << sh;
+        k->c |= bits16(_mm_cmpeq_epi8(x, comma)) << sh;
+        k->sp |= bits16(_mm_cmpeq_epi8(x, space)) << sh;
+    }
+}
+#else
+/* Portable: the same masks from a table of class bits (d z p e m s c sp). */
+static const unsigned char num_class[256] = {
+    ['0'] = 3,   ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
+    ['7'] = 1,   ['8'] = 1, ['9'] = 1, ['.'] = 4, ['e'] = 8, ['E'] = 8, ['-'] = 16,
+    ['+'] = 32,  [','] = 64, [' '] = 128,
+};
+
+static inline void classify64(const char *b, numclass *k)
+{
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 64; i++) {
+        uint64_t v = num_class[(unsigned char)b[i]];
+        k->d |= (v & 1) << i;
+        k->z |= (v >> 1 & 1) << i;
+        k->p |= (v >> 2 & 1) << i;
+        k->e |= (v >> 3 & 1) << i;
+        k->m |= (v >> 4 & 1) << i;
+        k->s |= (v >> 5 & 1) << i;
+        k->c |= (v >> 6 & 1) << i;
+        k->sp |= (v >> 7 & 1) << i;
+    }
+}
+#endif
+
+/* c: where an item of an array starts, after a ',' and white space. Vouches
+ * for the items from c on that are numbers each followed by ',' and spaces,
+ * 64 bytes at a time, and returns where the first item it did not vouch for
+ * starts (c if none): the caller goes on from there as after a ','. Fewer
+ * than 64 bytes left: the caller's loop does the rest. */
+static const char *fast_number_list(const char *c, const char *end)
+{
+    const char *done = c;
+    /* The classes of the byte before the block (bit 0): at first a ','. */
+    uint64_t pd = 0, pp = 0, pe = 0, pm = 0, ps = 0, pg = 1, pms = 0, pzs = 0;
+    /* The additions' carries into the block (a '.' or 'e' run going on). */
+    uint64_t cp = 0, ce = 0;
+    for (const char *b = c; end - b >= 64; b += 64) {
+        numclass k;
+        classify64(b, &k);
+        uint64_t g = k.c | k.sp; /* between numbers */
+        uint64_t known = k.d | k.p | k.e | k.m | k.s | g;
+        /* The previous byte's classes, for each byte. */
+        uint64_t bd = k.d << 1 | pd, bp = k.p << 1 | pp, be = k.e << 1 | pe, bm = k.m << 1 | pm,
+                 bs = k.s << 1 | ps, bg = g << 1 | pg;
+        /* What may follow what: a digit: digit . , e; '.', '-', '+': a
+         * digit; 'e': digit - +; ',' and ' ': ' ' digit -. So a number
+         * starts with a digit or '-' and ends with a digit, and exactly one
+         * ',' follows it, then spaces. */
+        uint64_t ok = (bd & (k.d | k.p | k.c | k.e)) | ((bp | bm | bs) & k.d) | (be & (k.d | k.m | k.s)) |
+                      (bg & (k.sp | k.d | k.m));
+        uint64_t bad = ~ok;
+        /* A '0' that starts the integer part, then a digit. */
+        uint64_t mstart = k.m & bg;
+        uint64_t zs = k.z & (bg | (mstart << 1 | pms));
+        bad |= k.d & (zs << 1 | pzs);
+        /* One '.', before the exponent; one exponent. */
+        unsigned long long s1, s2;
+        bool o1 = __builtin_add_overflow(k.d, k.p << 1, &s1);
+        o1 |= __builtin_add_overflow(s1, cp, &s1);
+        bad |= s1 & ~k.d & k.p;
+        uint64_t dms = k.d | k.m | k.s;
+        bool o2 = __builtin_add_overflow(dms, k.e << 1, &s2);
+        o2 |= __builtin_add_overflow(s2, ce, &s2);
+        bad |= s2 & ~dms & (k.p | k.e);
+        /* Where items start: after ',' or ' ', not one of them. */
+        uint64_t starts = bg & ~g;
+        uint64_t stop = bad | ~known;
+        if (stop) {
+            /* All is vouched for below the first stop; the item that starts
+             * last at or below it is where the caller goes on. */
+            unsigned at = (unsigned)__builtin_ctzll(stop);
+            uint64_t upto = starts & ((UINT64_C(2) << at) - 1);
+            return upto ? b + 63 - __builtin_clzll(upto) : done;
+        }
+        if (starts)
+            done = b + 63 - __builtin_clzll(starts);
+        pd = k.d >> 63, pp = k.p >> 63, pe = k.e >> 63, pm = k.m >> 63, ps = k.s >> 63, pg = g >> 63;
+        pms = mstart >> 63, pzs = zs >> 63;
+        cp = o1 | k.p >> 63, ce = o2 | k.e >> 63;
+    }
+    return done;
+}
+
 static inline bool is_hex(char c)
 {
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f');
@@ -736,7 +878,10 @@ after:
     if (*c == ',') {
         c = fast_ws(c + 1, end);
         if (close[top - 1] == ']') {
-            /* The bulk of learn data: numbers in a list, in a tight loop. */
+            /* The bulk of learn data: numbers in a list, 64 bytes at a
+             * time, then one by one in a tight loop. */
+            if (c < end && (is_digit(*c) || *c == '-'))
+                c = fast_number_list(c, end);
             while (c < end && (is_digit(*c) || *c == '-')) {
                 int next;
                 c = fast_num(c, end, &next);
