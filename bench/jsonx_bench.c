@@ -77,10 +77,20 @@ static void float_item(xbuf *b, unsigned k)
 static void put_pyfloat(xbuf *b, double v)
 {
     char t[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(t, sizeof t, "%.*g", prec, v);
-        if (strtod(t, NULL) == v)
-            break;
+    int prec = 15; /* the fewest digits that read back (more always do) */
+    snprintf(t, sizeof t, "%.*g", prec, v);
+    if (strtod(t, NULL) == v) {
+        while (prec > 1) {
+            char u[40];
+            snprintf(u, sizeof u, "%.*g", prec - 1, v);
+            if (strtod(u, NULL) != v)
+                break;
+            memcpy(t, u, sizeof t);
+            prec--;
+        }
+    } else {
+        while (prec < 17 && (snprintf(t, sizeof t, "%.*g", ++prec, v), strtod(t, NULL) != v))
+            ;
     }
     if (!strchr(t, '.') && !strchr(t, 'e'))
         strcat(t, ".0"); /* Python writes 1.0, not 1 */
