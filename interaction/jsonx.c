@@ -662,44 +662,14 @@ typedef struct {
     uint64_t sp; /* ' ' */
 } numclass;
 
-#if defined(__SSE2__) && !defined(JSONX_NO_SIMD)
-#include <emmintrin.h>
-
-static inline uint64_t bits16(__m128i v)
-{
-    return (uint64_t)(unsigned)_mm_movemask_epi8(v) & 0xFFFF;
-}
-
-static inline void classify64(const char *b, numclass *k)
-{
-    const __m128i zero = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), dot = _mm_set1_epi8('.'),
-                  lower = _mm_set1_epi8(0x20), e = _mm_set1_epi8('e'), minus = _mm_set1_epi8('-'),
-                  plus = _mm_set1_epi8('+'), comma = _mm_set1_epi8(','), space = _mm_set1_epi8(' ');
-    *k = (numclass){0};
-    for (unsigned i = 0; i < 4; i++) {
-        __m128i x;
-        memcpy(&x, b + 16 * i, 16);
-        __m128i t = _mm_sub_epi8(x, zero);
-        unsigned sh = 16 * i;
-        k->d |= bits16(_mm_cmpeq_epi8(_mm_min_epu8(t, nine), t)) << sh;
-        k->z |= bits16(_mm_cmpeq_epi8(x, zero)) << sh;
-        k->p |= bits16(_mm_cmpeq_epi8(x, dot)) << sh;
-        k->e |= bits16(_mm_cmpeq_epi8(_mm_or_si128(x, lower), e)) << sh;
-        k->m |= bits16(_mm_cmpeq_epi8(x, minus)) << sh;
-        k->s |= bits16(_mm_cmpeq_epi8(x, plus)) << sh;
-        k->c |= bits16(_mm_cmpeq_epi8(x, comma)) << sh;
-        k->sp |= bits16(_mm_cmpeq_epi8(x, space)) << sh;
-    }
-}
-#else
-/* Portable: the same masks from a table of class bits (d z p e m s c sp). */
+/* Portable: the masks from a table of class bits (d z p e m s c sp). */
 static const unsigned char num_class[256] = {
     ['0'] = 3,   ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
     ['7'] = 1,   ['8'] = 1, ['9'] = 1, ['.'] = 4, ['e'] = 8, ['E'] = 8, ['-'] = 16,
     ['+'] = 32,  [','] = 64, [' '] = 128,
 };
 
-static inline void classify64(const char *b, numclass *k)
+static inline void classify64_table(const char *b, numclass *k)
 {
     *k = (numclass){0};
     for (unsigned i = 0; i < 64; i++) {
@@ -714,15 +684,78 @@ static inline void classify64(const char *b, numclass *k)
         k->sp |= (v >> 7 & 1) << i;
     }
 }
+
+#if defined(__SSE2__) && !defined(JSONX_NO_SIMD)
+#include <immintrin.h>
+#define JSONX_SSE2 1
+
+/* SSE2, the x86-64 baseline: 16 bytes at a time. A digit is a byte that
+ * x + 0x50 maps to -128..-119 ('0' is 0x30). */
+static inline void classify64_sse2(const char *b, numclass *k)
+{
+    const __m128i shift = _mm_set1_epi8(0x50), ten = _mm_set1_epi8(-118), zero = _mm_set1_epi8('0'),
+                  dot = _mm_set1_epi8('.'), lower = _mm_set1_epi8(0x20), e = _mm_set1_epi8('e'),
+                  minus = _mm_set1_epi8('-'), plus = _mm_set1_epi8('+'), comma = _mm_set1_epi8(','),
+                  space = _mm_set1_epi8(' ');
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 4; i++) {
+        __m128i x;
+        memcpy(&x, b + 16 * i, 16);
+        unsigned sh = 16 * i;
+#define MASK16(v) ((uint64_t)(unsigned)_mm_movemask_epi8(v) << sh)
+        k->d |= MASK16(_mm_cmpgt_epi8(ten, _mm_add_epi8(x, shift)));
+        k->z |= MASK16(_mm_cmpeq_epi8(x, zero));
+        k->p |= MASK16(_mm_cmpeq_epi8(x, dot));
+        k->e |= MASK16(_mm_cmpeq_epi8(_mm_or_si128(x, lower), e));
+        k->m |= MASK16(_mm_cmpeq_epi8(x, minus));
+        k->s |= MASK16(_mm_cmpeq_epi8(x, plus));
+        k->c |= MASK16(_mm_cmpeq_epi8(x, comma));
+        k->sp |= MASK16(_mm_cmpeq_epi8(x, space));
+#undef MASK16
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(JSONX_NO_AVX2)
+/* AVX2, where the CPU has it (checked at run time, so the program still
+ * runs on any x86-64): 32 bytes at a time, the same masks. */
+#define JSONX_AVX2 1
+__attribute__((target("avx2"))) static inline void classify64_avx2(const char *b, numclass *k)
+{
+    const __m256i shift = _mm256_set1_epi8(0x50), ten = _mm256_set1_epi8(-118), zero = _mm256_set1_epi8('0'),
+                  dot = _mm256_set1_epi8('.'), lower = _mm256_set1_epi8(0x20), e = _mm256_set1_epi8('e'),
+                  minus = _mm256_set1_epi8('-'), plus = _mm256_set1_epi8('+'), comma = _mm256_set1_epi8(','),
+                  space = _mm256_set1_epi8(' ');
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 2; i++) {
+        __m256i x;
+        memcpy(&x, b + 32 * i, 32);
+        unsigned sh = 32 * i;
+#define MASK32(v) ((uint64_t)(uint32_t)_mm256_movemask_epi8(v) << sh)
+        k->d |= MASK32(_mm256_cmpgt_epi8(ten, _mm256_add_epi8(x, shift)));
+        k->z |= MASK32(_mm256_cmpeq_epi8(x, zero));
+        k->p |= MASK32(_mm256_cmpeq_epi8(x, dot));
+        k->e |= MASK32(_mm256_cmpeq_epi8(_mm256_or_si256(x, lower), e));
+        k->m |= MASK32(_mm256_cmpeq_epi8(x, minus));
+        k->s |= MASK32(_mm256_cmpeq_epi8(x, plus));
+        k->c |= MASK32(_mm256_cmpeq_epi8(x, comma));
+        k->sp |= MASK32(_mm256_cmpeq_epi8(x, space));
+#undef MASK32
+    }
+}
+#endif
 #endif
 
-/* c: where an item of an array starts, after a ',' and white space. Vouches
- * for the items from c on that are numbers each followed by ',' and spaces,
- * 64 bytes at a time, and returns where the first item it did not vouch for
- * starts (c if none): the caller goes on from there as after a ','. Fewer
- * than 64 bytes left: the caller's loop does the rest. */
-static const char *fast_number_list(const char *c, const char *end)
+/* c: where an item of an array starts, after '[' or ',' and white space.
+ * Vouches for the items from c on that are numbers each followed by ',' and
+ * spaces, 64 bytes at a time, and returns where the first item it did not
+ * vouch for starts (c if none): the caller goes on from there as after a
+ * ','. Or, *ended, a last number ends the list right before a ']': returns
+ * where that ']' is. Fewer than 64 bytes left: the caller's loop does the
+ * rest. */
+static inline __attribute__((always_inline)) const char *
+number_list(const char *c, const char *end, bool *ended, void (*classify64)(const char *, numclass *))
 {
+    *ended = false;
     const char *done = c;
     /* The classes of the byte before the block (bit 0): at first a ','. */
     uint64_t pd = 0, pp = 0, pe = 0, pm = 0, ps = 0, pg = 1, pms = 0, pzs = 0;
@@ -763,6 +796,10 @@ static const char *fast_number_list(const char *c, const char *end)
             /* All is vouched for below the first stop; the item that starts
              * last at or below it is where the caller goes on. */
             unsigned at = (unsigned)__builtin_ctzll(stop);
+            if (b[at] == ']' && (bd >> at & 1)) { /* (the ']' is only in ~ok) */
+                *ended = true;
+                return b + at;
+            }
             uint64_t upto = starts & ((UINT64_C(2) << at) - 1);
             return upto ? b + 63 - __builtin_clzll(upto) : done;
         }
@@ -773,6 +810,39 @@ static const char *fast_number_list(const char *c, const char *end)
         cp = o1 | k.p >> 63, ce = o2 | k.e >> 63;
     }
     return done;
+}
+
+/* One copy of the loop per classifier, each compiled for its instructions. */
+static __attribute__((unused)) const char *number_list_table(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_table);
+}
+
+#ifdef JSONX_SSE2
+static const char *number_list_sse2(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_sse2);
+}
+#endif
+
+#ifdef JSONX_AVX2
+__attribute__((target("avx2"))) static const char *number_list_avx2(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_avx2);
+}
+#endif
+
+static const char *fast_number_list(const char *c, const char *end, bool *ended)
+{
+#ifdef JSONX_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return number_list_avx2(c, end, ended);
+#endif
+#ifdef JSONX_SSE2
+    return number_list_sse2(c, end, ended);
+#else
+    return number_list_table(c, end, ended);
+#endif
 }
 
 static inline bool is_hex(char c)
@@ -845,7 +915,7 @@ value:
         }
         close[top++] = cl;
         if (cl == ']')
-            goto value;
+            goto items;
         goto key;
     }
     case '"':
@@ -877,24 +947,8 @@ after:
         return NULL;
     if (*c == ',') {
         c = fast_ws(c + 1, end);
-        if (close[top - 1] == ']') {
-            /* The bulk of learn data: numbers in a list, 64 bytes at a
-             * time, then one by one in a tight loop. */
-            if (c < end && (is_digit(*c) || *c == '-'))
-                c = fast_number_list(c, end);
-            while (c < end && (is_digit(*c) || *c == '-')) {
-                int next;
-                c = fast_num(c, end, &next);
-                if (!c)
-                    return NULL;
-                if (next == ',') {
-                    c = fast_ws(c + 1, end);
-                    continue;
-                }
-                goto after;
-            }
-            goto value;
-        }
+        if (close[top - 1] == ']')
+            goto items;
         goto key;
     }
     if (*c != close[top - 1])
@@ -902,6 +956,28 @@ after:
     c++;
     top--;
     goto after;
+items:
+    /* c is where an item of the array on top starts (after '[' or ',' and
+     * white space). The bulk of learn data: numbers in a list, 64 bytes at
+     * a time, then one by one in a tight loop. */
+    if (c < end && (is_digit(*c) || *c == '-')) {
+        bool ended;
+        c = fast_number_list(c, end, &ended);
+        if (ended)
+            goto after;
+    }
+    while (c < end && (is_digit(*c) || *c == '-')) {
+        int next;
+        c = fast_num(c, end, &next);
+        if (!c)
+            return NULL;
+        if (next == ',') {
+            c = fast_ws(c + 1, end);
+            continue;
+        }
+        goto after;
+    }
+    goto value;
 key:
     /* c is where an object key must start (white space skipped). */
     if (c >= end || *c != '"')
