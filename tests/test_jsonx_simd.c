@@ -31,7 +31,7 @@ static bool have_avx2(void)
 #endif
 }
 
-static void assert_same_classes(const numclass *a, const numclass *b)
+static __attribute__((unused)) void assert_same_classes(const numclass *a, const numclass *b)
 {
     assert_true(a->d == b->d && a->z == b->z && a->p == b->p && a->e == b->e);
     assert_true(a->m == b->m && a->s == b->s && a->c == b->c && a->sp == b->sp);
