@@ -571,6 +571,12 @@ static const bool ws_byte[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1}
 
 static inline const char *fast_ws(const char *c, const char *end)
 {
+    /* The common cases first: no white space, or one ' ' (all white space
+     * is at or below ' '). */
+    if (c < end && (unsigned char)*c > ' ')
+        return c;
+    if (end - c >= 2 && *c == ' ' && (unsigned char)c[1] > ' ')
+        return c + 1;
     while (c < end && ws_byte[(unsigned char)*c])
         c++;
     return c;
@@ -758,23 +764,22 @@ number_list(const char *c, const char *end, bool *ended, void (*classify64)(cons
     *ended = false;
     const char *done = c;
     /* The classes of the byte before the block (bit 0): at first a ','. */
-    uint64_t pd = 0, pp = 0, pe = 0, pm = 0, ps = 0, pg = 1, pms = 0, pzs = 0;
+    uint64_t pd = 0, pq = 0, pe = 0, pg = 1, pms = 0, pzs = 0;
     /* The additions' carries into the block (a '.' or 'e' run going on). */
     uint64_t cp = 0, ce = 0;
     for (const char *b = c; end - b >= 64; b += 64) {
         numclass k;
         classify64(b, &k);
         uint64_t g = k.c | k.sp; /* between numbers */
-        uint64_t known = k.d | k.p | k.e | k.m | k.s | g;
-        /* The previous byte's classes, for each byte. */
-        uint64_t bd = k.d << 1 | pd, bp = k.p << 1 | pp, be = k.e << 1 | pe, bm = k.m << 1 | pm,
-                 bs = k.s << 1 | ps, bg = g << 1 | pg;
+        uint64_t ms = k.m | k.s, q = k.p | ms, dms = k.d | ms;
+        uint64_t known = dms | k.p | k.e | g;
+        /* The previous byte's classes, for each byte (q: '.', '-' or '+'). */
+        uint64_t bd = k.d << 1 | pd, bq = q << 1 | pq, be = k.e << 1 | pe, bg = g << 1 | pg;
         /* What may follow what: a digit: digit . , e; '.', '-', '+': a
          * digit; 'e': digit - +; ',' and ' ': ' ' digit -. So a number
          * starts with a digit or '-' and ends with a digit, and exactly one
          * ',' follows it, then spaces. */
-        uint64_t ok = (bd & (k.d | k.p | k.c | k.e)) | ((bp | bm | bs) & k.d) | (be & (k.d | k.m | k.s)) |
-                      (bg & (k.sp | k.d | k.m));
+        uint64_t ok = (bd & known & ~(ms | k.sp)) | (bq & k.d) | (be & dms) | (bg & (k.sp | k.d | k.m));
         uint64_t bad = ~ok;
         /* A '0' that starts the integer part, then a digit. */
         uint64_t mstart = k.m & bg;
@@ -785,7 +790,6 @@ number_list(const char *c, const char *end, bool *ended, void (*classify64)(cons
         bool o1 = __builtin_add_overflow(k.d, k.p << 1, &s1);
         o1 |= __builtin_add_overflow(s1, cp, &s1);
         bad |= s1 & ~k.d & k.p;
-        uint64_t dms = k.d | k.m | k.s;
         bool o2 = __builtin_add_overflow(dms, k.e << 1, &s2);
         o2 |= __builtin_add_overflow(s2, ce, &s2);
         bad |= s2 & ~dms & (k.p | k.e);
@@ -805,7 +809,7 @@ number_list(const char *c, const char *end, bool *ended, void (*classify64)(cons
         }
         if (starts)
             done = b + 63 - __builtin_clzll(starts);
-        pd = k.d >> 63, pp = k.p >> 63, pe = k.e >> 63, pm = k.m >> 63, ps = k.s >> 63, pg = g >> 63;
+        pd = k.d >> 63, pq = q >> 63, pe = k.e >> 63, pg = g >> 63;
         pms = mstart >> 63, pzs = zs >> 63;
         cp = o1 | k.p >> 63, ce = o2 | k.e >> 63;
     }
