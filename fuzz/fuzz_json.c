@@ -3,7 +3,10 @@
  * cross-checks: a parsed value prints and parses back to the same text; an
  * array that jsonx_parse accepts has as many items for jsonx_array_items,
  * and the reverse; the shallow and ref parsers accept what jsonx_parse
- * accepts, and refs resolved print as the shallow tree does. */
+ * accepts, and refs resolved print as the shallow tree does; the input as
+ * the body of a list in a list ("[[" input "], [0.5]]", where the fast
+ * validator's number-list loop runs) gets the same verdict and message from
+ * the tree builder and the fast validator. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +95,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cJSON_Delete(s);
     }
     cJSON_Delete(t);
+
+    /* The input as a list's body: the tree builder alone (jsonx_parse) and
+     * the fast validator (items of the top array, jsonx_parse_shallow at
+     * raw_depth 0) agree, and on valid text give the same values. */
+    static const char head[] = "[[", tail[] = "], [0.5, 0.25, 0.125, 0.0625, 1.5e-05, -7, 8, 9, 10]]";
+    size_t wlen = sizeof head - 1 + size + sizeof tail - 1;
+    char *w = malloc(wlen);
+    if (!w)
+        abort();
+    memcpy(w, head, sizeof head - 1);
+    memcpy(w + sizeof head - 1, buf, size);
+    memcpy(w + sizeof head - 1 + size, tail, sizeof tail - 1);
+    char werr[256] = "", serr[256] = "";
+    cJSON *wt = jsonx_parse(w, wlen, werr, sizeof werr);
+    cJSON *ws = jsonx_parse_shallow(w, wlen, 0, serr, sizeof serr);
+    if ((wt != NULL) != (ws != NULL) || (!wt && strcmp(werr, serr) != 0)) {
+        fprintf(stderr, "as a list's body: tree builder %s (%s), fast validator %s (%s)\n", wt ? "accepts" : "rejects",
+                werr, ws ? "accepts" : "rejects", serr);
+        abort();
+    }
+    if (wt) { /* the Raw items printed back parse to the same values */
+        char *pw = jsonx_print(wt), *ps = jsonx_print(ws);
+        cJSON *back = jsonx_parse(ps, strlen(ps), err, sizeof err);
+        char *pb = back ? jsonx_print(back) : NULL;
+        if (!pb || strcmp(pw, pb) != 0) {
+            fprintf(stderr, "as a list's body, the fast validator ends an item elsewhere:\n%s\n%s\n", pw, ps);
+            abort();
+        }
+        free(pb);
+        cJSON_Delete(back);
+        free(ps);
+        free(pw);
+    }
+    cJSON_Delete(ws);
+    cJSON_Delete(wt);
+    free(w);
 
     proto_reply rep;
     if (proto_parse_envelope(buf, size, &rep, err, sizeof err)) {

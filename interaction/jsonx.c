@@ -571,6 +571,12 @@ static const bool ws_byte[256] = {[' '] = 1, ['\t'] = 1, ['\n'] = 1, ['\r'] = 1}
 
 static inline const char *fast_ws(const char *c, const char *end)
 {
+    /* The common cases first: no white space, or one ' ' (all white space
+     * is at or below ' '). */
+    if (c < end && (unsigned char)*c > ' ')
+        return c;
+    if (end - c >= 2 && *c == ' ' && (unsigned char)c[1] > ' ')
+        return c + 1;
     while (c < end && ws_byte[(unsigned char)*c])
         c++;
     return c;
@@ -631,6 +637,216 @@ static inline const char *fast_num(const char *c, const char *end, int *next)
     }
     *next = n;
     return c;
+}
+
+/* ---- number lists, 64 bytes at a time ----
+ * A list of numbers as Python's json and the C printers write it
+ * ("0.5, -1.25e-05, 3") is checked as a whole block: each byte gets its
+ * class as one bit in a mask per class (bit i: byte i of the block), and
+ * the grammar becomes bit operations on the masks:
+ * - what may follow what (automaton below), on the masks shifted by one;
+ * - at most one '.' per number, before the exponent, and one exponent:
+ *   adding (P << 1) to the digit mask carries from each '.' through the
+ *   digits after it to the first byte that is not one (its "landing"),
+ *   which must not be '.'; the same from each 'e' through digits and signs,
+ *   landing on neither '.' nor 'e';
+ * - no leading zero: a '0' that starts the integer part is not followed by
+ *   a digit.
+ * Only ',' and ' ' separate the numbers here, exactly one ',' after each;
+ * anything else (']', '\n', "1 , 2") ends the block run, and the caller
+ * goes on from the start of the last number the run did not vouch for. */
+
+/* The classes of a block's bytes. */
+typedef struct {
+    uint64_t d;  /* digits */
+    uint64_t z;  /* '0' (also in d) */
+    uint64_t p;  /* '.' */
+    uint64_t e;  /* 'e' or 'E' */
+    uint64_t m;  /* '-' */
+    uint64_t s;  /* '+' */
+    uint64_t c;  /* ',' */
+    uint64_t sp; /* ' ' */
+} numclass;
+
+/* Portable: the masks from a table of class bits (d z p e m s c sp). */
+static const unsigned char num_class[256] = {
+    ['0'] = 3,   ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,
+    ['7'] = 1,   ['8'] = 1, ['9'] = 1, ['.'] = 4, ['e'] = 8, ['E'] = 8, ['-'] = 16,
+    ['+'] = 32,  [','] = 64, [' '] = 128,
+};
+
+static inline void classify64_table(const char *b, numclass *k)
+{
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 64; i++) {
+        uint64_t v = num_class[(unsigned char)b[i]];
+        k->d |= (v & 1) << i;
+        k->z |= (v >> 1 & 1) << i;
+        k->p |= (v >> 2 & 1) << i;
+        k->e |= (v >> 3 & 1) << i;
+        k->m |= (v >> 4 & 1) << i;
+        k->s |= (v >> 5 & 1) << i;
+        k->c |= (v >> 6 & 1) << i;
+        k->sp |= (v >> 7 & 1) << i;
+    }
+}
+
+#if defined(__SSE2__) && !defined(JSONX_NO_SIMD)
+#include <immintrin.h>
+#define JSONX_SSE2 1
+
+/* SSE2, the x86-64 baseline: 16 bytes at a time. A digit is a byte that
+ * x + 0x50 maps to -128..-119 ('0' is 0x30). */
+static inline void classify64_sse2(const char *b, numclass *k)
+{
+    const __m128i shift = _mm_set1_epi8(0x50), ten = _mm_set1_epi8(-118), zero = _mm_set1_epi8('0'),
+                  dot = _mm_set1_epi8('.'), lower = _mm_set1_epi8(0x20), e = _mm_set1_epi8('e'),
+                  minus = _mm_set1_epi8('-'), plus = _mm_set1_epi8('+'), comma = _mm_set1_epi8(','),
+                  space = _mm_set1_epi8(' ');
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 4; i++) {
+        __m128i x;
+        memcpy(&x, b + 16 * i, 16);
+        unsigned sh = 16 * i;
+#define MASK16(v) ((uint64_t)(unsigned)_mm_movemask_epi8(v) << sh)
+        k->d |= MASK16(_mm_cmpgt_epi8(ten, _mm_add_epi8(x, shift)));
+        k->z |= MASK16(_mm_cmpeq_epi8(x, zero));
+        k->p |= MASK16(_mm_cmpeq_epi8(x, dot));
+        k->e |= MASK16(_mm_cmpeq_epi8(_mm_or_si128(x, lower), e));
+        k->m |= MASK16(_mm_cmpeq_epi8(x, minus));
+        k->s |= MASK16(_mm_cmpeq_epi8(x, plus));
+        k->c |= MASK16(_mm_cmpeq_epi8(x, comma));
+        k->sp |= MASK16(_mm_cmpeq_epi8(x, space));
+#undef MASK16
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(JSONX_NO_AVX2)
+/* AVX2, where the CPU has it (checked at run time, so the program still
+ * runs on any x86-64): 32 bytes at a time, the same masks. */
+#define JSONX_AVX2 1
+__attribute__((target("avx2"))) static inline void classify64_avx2(const char *b, numclass *k)
+{
+    const __m256i shift = _mm256_set1_epi8(0x50), ten = _mm256_set1_epi8(-118), zero = _mm256_set1_epi8('0'),
+                  dot = _mm256_set1_epi8('.'), lower = _mm256_set1_epi8(0x20), e = _mm256_set1_epi8('e'),
+                  minus = _mm256_set1_epi8('-'), plus = _mm256_set1_epi8('+'), comma = _mm256_set1_epi8(','),
+                  space = _mm256_set1_epi8(' ');
+    *k = (numclass){0};
+    for (unsigned i = 0; i < 2; i++) {
+        __m256i x;
+        memcpy(&x, b + 32 * i, 32);
+        unsigned sh = 32 * i;
+#define MASK32(v) ((uint64_t)(uint32_t)_mm256_movemask_epi8(v) << sh)
+        k->d |= MASK32(_mm256_cmpgt_epi8(ten, _mm256_add_epi8(x, shift)));
+        k->z |= MASK32(_mm256_cmpeq_epi8(x, zero));
+        k->p |= MASK32(_mm256_cmpeq_epi8(x, dot));
+        k->e |= MASK32(_mm256_cmpeq_epi8(_mm256_or_si256(x, lower), e));
+        k->m |= MASK32(_mm256_cmpeq_epi8(x, minus));
+        k->s |= MASK32(_mm256_cmpeq_epi8(x, plus));
+        k->c |= MASK32(_mm256_cmpeq_epi8(x, comma));
+        k->sp |= MASK32(_mm256_cmpeq_epi8(x, space));
+#undef MASK32
+    }
+}
+#endif
+#endif
+
+/* c: where an item of an array starts, after '[' or ',' and white space.
+ * Vouches for the items from c on that are numbers each followed by ',' and
+ * spaces, 64 bytes at a time, and returns where the first item it did not
+ * vouch for starts (c if none): the caller goes on from there as after a
+ * ','. Or, *ended, a last number ends the list right before a ']': returns
+ * where that ']' is. Fewer than 64 bytes left: the caller's loop does the
+ * rest. */
+static inline __attribute__((always_inline)) const char *
+number_list(const char *c, const char *end, bool *ended, void (*classify64)(const char *, numclass *))
+{
+    *ended = false;
+    const char *done = c;
+    /* The classes of the byte before the block (bit 0): at first a ','. */
+    uint64_t pd = 0, pq = 0, pe = 0, pg = 1, pms = 0, pzs = 0;
+    /* The additions' carries into the block (a '.' or 'e' run going on). */
+    uint64_t cp = 0, ce = 0;
+    for (const char *b = c; end - b >= 64; b += 64) {
+        numclass k;
+        classify64(b, &k);
+        uint64_t g = k.c | k.sp; /* between numbers */
+        uint64_t ms = k.m | k.s, q = k.p | ms, dms = k.d | ms;
+        uint64_t known = dms | k.p | k.e | g;
+        /* The previous byte's classes, for each byte (q: '.', '-' or '+'). */
+        uint64_t bd = k.d << 1 | pd, bq = q << 1 | pq, be = k.e << 1 | pe, bg = g << 1 | pg;
+        /* What may follow what: a digit: digit . , e; '.', '-', '+': a
+         * digit; 'e': digit - +; ',' and ' ': ' ' digit -. So a number
+         * starts with a digit or '-' and ends with a digit, and exactly one
+         * ',' follows it, then spaces. */
+        uint64_t ok = (bd & known & ~(ms | k.sp)) | (bq & k.d) | (be & dms) | (bg & (k.sp | k.d | k.m));
+        uint64_t bad = ~ok;
+        /* A '0' that starts the integer part, then a digit. */
+        uint64_t mstart = k.m & bg;
+        uint64_t zs = k.z & (bg | (mstart << 1 | pms));
+        bad |= k.d & (zs << 1 | pzs);
+        /* One '.', before the exponent; one exponent. */
+        unsigned long long s1, s2;
+        bool o1 = __builtin_add_overflow(k.d, k.p << 1, &s1);
+        o1 |= __builtin_add_overflow(s1, cp, &s1);
+        bad |= s1 & ~k.d & k.p;
+        bool o2 = __builtin_add_overflow(dms, k.e << 1, &s2);
+        o2 |= __builtin_add_overflow(s2, ce, &s2);
+        bad |= s2 & ~dms & (k.p | k.e);
+        /* Where items start: after ',' or ' ', not one of them. */
+        uint64_t starts = bg & ~g;
+        uint64_t stop = bad | ~known;
+        if (stop) {
+            /* All is vouched for below the first stop; the item that starts
+             * last at or below it is where the caller goes on. */
+            unsigned at = (unsigned)__builtin_ctzll(stop);
+            if (b[at] == ']' && (bd >> at & 1)) { /* (the ']' is only in ~ok) */
+                *ended = true;
+                return b + at;
+            }
+            uint64_t upto = starts & ((UINT64_C(2) << at) - 1);
+            return upto ? b + 63 - __builtin_clzll(upto) : done;
+        }
+        if (starts)
+            done = b + 63 - __builtin_clzll(starts);
+        pd = k.d >> 63, pq = q >> 63, pe = k.e >> 63, pg = g >> 63;
+        pms = mstart >> 63, pzs = zs >> 63;
+        cp = o1 | k.p >> 63, ce = o2 | k.e >> 63;
+    }
+    return done;
+}
+
+/* One copy of the loop per classifier, each compiled for its instructions. */
+static __attribute__((unused)) const char *number_list_table(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_table);
+}
+
+#ifdef JSONX_SSE2
+static const char *number_list_sse2(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_sse2);
+}
+#endif
+
+#ifdef JSONX_AVX2
+__attribute__((target("avx2"))) static const char *number_list_avx2(const char *c, const char *end, bool *ended)
+{
+    return number_list(c, end, ended, classify64_avx2);
+}
+#endif
+
+static const char *fast_number_list(const char *c, const char *end, bool *ended)
+{
+#ifdef JSONX_AVX2
+    if (__builtin_cpu_supports("avx2"))
+        return number_list_avx2(c, end, ended);
+#endif
+#ifdef JSONX_SSE2
+    return number_list_sse2(c, end, ended);
+#else
+    return number_list_table(c, end, ended);
+#endif
 }
 
 static inline bool is_hex(char c)
@@ -703,7 +919,7 @@ value:
         }
         close[top++] = cl;
         if (cl == ']')
-            goto value;
+            goto items;
         goto key;
     }
     case '"':
@@ -735,21 +951,8 @@ after:
         return NULL;
     if (*c == ',') {
         c = fast_ws(c + 1, end);
-        if (close[top - 1] == ']') {
-            /* The bulk of learn data: numbers in a list, in a tight loop. */
-            while (c < end && (is_digit(*c) || *c == '-')) {
-                int next;
-                c = fast_num(c, end, &next);
-                if (!c)
-                    return NULL;
-                if (next == ',') {
-                    c = fast_ws(c + 1, end);
-                    continue;
-                }
-                goto after;
-            }
-            goto value;
-        }
+        if (close[top - 1] == ']')
+            goto items;
         goto key;
     }
     if (*c != close[top - 1])
@@ -757,6 +960,28 @@ after:
     c++;
     top--;
     goto after;
+items:
+    /* c is where an item of the array on top starts (after '[' or ',' and
+     * white space). The bulk of learn data: numbers in a list, 64 bytes at
+     * a time, then one by one in a tight loop. */
+    if (c < end && (is_digit(*c) || *c == '-')) {
+        bool ended;
+        c = fast_number_list(c, end, &ended);
+        if (ended)
+            goto after;
+    }
+    while (c < end && (is_digit(*c) || *c == '-')) {
+        int next;
+        c = fast_num(c, end, &next);
+        if (!c)
+            return NULL;
+        if (next == ',') {
+            c = fast_ws(c + 1, end);
+            continue;
+        }
+        goto after;
+    }
+    goto value;
 key:
     /* c is where an object key must start (white space skipped). */
     if (c >= end || *c != '"')

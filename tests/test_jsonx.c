@@ -709,6 +709,182 @@ static void test_validator_agrees_on_every_prefix(void **state)
     }
 }
 
+/* ---- number lists (the 64-byte block path of the fast validator) ---- */
+
+/* text[0..len) checked by the tree builder alone (jsonx_parse, raw_depth
+ * -1, never the fast path) and by the fast validator (the shallow parser
+ * at raw_depth 0 validates each item of the top array with it, and
+ * jsonx_array_items): the same verdict, the same message, the same text. */
+static void assert_fast_agrees_n(const char *text, size_t len)
+{
+    char e1[256] = "", e2[256] = "", e3[256] = "";
+    cJSON *a = jsonx_parse(text, len, e1, sizeof e1);
+    cJSON *b = jsonx_parse_shallow(text, len, 0, e2, sizeof e2);
+    long n = jsonx_array_items(text, len, NULL, NULL, e3, sizeof e3);
+    if ((a != NULL) != (b != NULL) || (a != NULL) != (n >= 0))
+        fail_msg("tree builder %s, fast validator %s, array items %ld on %.*s (%s | %s | %s)",
+                 a ? "accepts" : "rejects", b ? "accepts" : "rejects", n, (int)len, text, e1, e2, e3);
+    if (a) {
+        /* The shallow tree's items are the exact text: printed back they
+         * parse to the same tree, so both ended each item at the same byte. */
+        char *pa = jsonx_print(a), *pb = jsonx_print(b);
+        cJSON *c = jsonx_parse(pb, strlen(pb), e1, sizeof e1);
+        assert_non_null(c);
+        char *pc = jsonx_print(c);
+        assert_string_equal(pa, pc);
+        assert_int_equal(n, cJSON_GetArraySize(a));
+        free(pa), free(pb), free(pc);
+        cJSON_Delete(c);
+    } else {
+        assert_string_equal(e1, e2);
+        if (strncmp(e1, "unexpected data after", 21) != 0) /* (jsonx_array_items says "array") */
+            assert_string_equal(e1, e3);
+    }
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+}
+
+/* body as the inner list of "[[<pad>body]<tail>]", for every padding of
+ * 0 to 70 numbers "7, " (so that each byte of body falls at each place of
+ * a 64-byte block and of an 8-byte word), last in its list or with more
+ * numbers after it, with a long tail (the block path runs up to the list's
+ * end) and with none (the buffer ends soon after). */
+static void assert_list_agrees(const char *body, bool valid)
+{
+    static const char *const tails[] = {"]", ", [0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 1]]"};
+    /* body last in its list, and body with numbers after it */
+    static const char *const more[] = {"", ", 1.5, 22, 333, -4, 0.5, 66, 0, 7e7, 8, 9, 10, 11, 12, 13, 14"};
+    for (size_t t = 0; t < 4; t++) {
+        for (int pad = 0; pad <= 70; pad++) {
+            xbuf b = {0};
+            xbuf_puts(&b, "[[");
+            for (int i = 0; i < pad; i++)
+                xbuf_puts(&b, "7, ");
+            xbuf_puts(&b, body);
+            xbuf_puts(&b, more[t / 2]);
+            xbuf_puts(&b, "]");
+            xbuf_puts(&b, tails[t % 2]);
+            assert_fast_agrees_n(b.data, b.len);
+            char err[256];
+            cJSON *j = jsonx_parse(b.data, b.len, err, sizeof err);
+            if ((j != NULL) != valid)
+                fail_msg("%s should be %s: %s", b.data, valid ? "accepted" : "rejected", err);
+            cJSON_Delete(j);
+            /* Every end of the buffer inside the body. */
+            if (pad % 23 == 0)
+                for (size_t n = 2 + 3 * (size_t)pad; n < b.len; n++)
+                    assert_fast_agrees_n(b.data, n);
+            xbuf_free(&b);
+        }
+    }
+}
+
+static void test_number_list_edges(void **state)
+{
+    (void)state;
+    static const char *const good[] = {
+        "0", "-0", "0.5", "-0.5", "10", "100.001", "1e5", "1E5", "1e+5", "1e-5", "1e05", "-1.2e-05",
+        "0.12345678901234567", "-0.3503675840329379, 2.9852802772074938e-05", "1,2", "1,  2", "1, 2, 3",
+        "12345678, 87654321", "1234567, 7654321", "123456789012345678901234567890123456789012345678901234567890123",
+        "0.1234567890123456789012345678901234567890123456789012345678901234567890", "0e0", "-0E-0",
+        "1, -2, 3e3, -4.5E+6, 0, 0.0",
+    };
+    static const char *const bad[] = {
+        "-", "1.", "1e", "1e+", "1e-", ".5", "01", "-01", "00", "-00", "0123", "1.2.3", "1e5e5", "1e5.5",
+        "1.e5", "1.5e", "--1", "+1", "1-2", "1e+-2", "1e5-3", "1 2", "1,,2", "1, ,2", "1,", "1, ", "1,]",
+        "1, \x01", "1,\x01" "2", "1\x7f", "1, 2x", "1.2.", "0x10", "1e5e", "e5", "-e5", "1..2", "1, .5",
+        "1, -", "1, 01", "Infinity", "-Infinity", "NaN", "1, NaN", "1, \"a\"x",
+    };
+    /* Valid, but outside the block path's shape: the scalar loop goes on. */
+    static const char *const odd[] = {
+        "1 , 2", "1,\t2", "1,\n2", "1,\r\n  2", "1 ,2", "1\n,2", "1, \"a\", 2", "1, [2, 3], 4", "1, {\"a\": 2}, 3",
+        "1, true, false, null, 2",
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        assert_list_agrees(good[i], true);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_list_agrees(bad[i], false);
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+        assert_list_agrees(odd[i], true);
+}
+
+/* Numbers directly before ']' and '}', lists in objects, lists at the depth
+ * limit. */
+static void test_number_list_closers_and_depth(void **state)
+{
+    (void)state;
+    xbuf b = {0};
+    xbuf_puts(&b, "[{\"obs\": [");
+    for (int i = 0; i < 100; i++)
+        xbuf_printf(&b, "%s0.%06d", i ? ", " : "", i * 7919 % 1000000);
+    xbuf_puts(&b, "], \"r\": 1.0}, {\"a\": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, "
+                  "21, 22, 23, 24, 25, 26, 27, 28, 29, 30], \"b\": 2}]");
+    assert_fast_agrees_n(b.data, b.len);
+    long n = jsonx_array_items(b.data, b.len, NULL, NULL, NULL, 0);
+    assert_int_equal(n, 2);
+    xbuf_free(&b);
+
+    /* A number list in the deepest container allowed, and one level too deep. */
+    for (int extra = 0; extra <= 1; extra++) {
+        xbuf_puts(&b, "[");
+        for (int i = 1; i < JSONX_MAX_DEPTH + extra; i++)
+            xbuf_puts(&b, "[");
+        for (int i = 0; i < 40; i++)
+            xbuf_printf(&b, "%s%d.5", i ? ", " : "", i);
+        for (int i = 1; i < JSONX_MAX_DEPTH + extra; i++)
+            xbuf_puts(&b, "]");
+        xbuf_puts(&b, "]");
+        char err[256];
+        cJSON *j = jsonx_parse(b.data, b.len, err, sizeof err);
+        assert_true((j != NULL) == (extra == 0));
+        cJSON_Delete(j);
+        assert_fast_agrees_n(b.data, b.len);
+        xbuf_free(&b);
+    }
+}
+
+/* Deterministic random lists over the bytes of numbers and separators,
+ * valid ones with a few bytes changed, checked as above. */
+static void test_number_list_random(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "0123456789000..eE+--,, ,   ]x\n";
+    uint64_t x = 0x9E3779B97F4A7C15u;
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+    for (int round = 0; round < 6000; round++) {
+        xbuf b = {0};
+        xbuf_puts(&b, "[[");
+        size_t start = b.len;
+        if (round % 2) { /* noise */
+            size_t n = 50 + NEXT() % 200;
+            for (size_t i = 0; i < n; i++)
+                xbuf_append(&b, &alphabet[NEXT() % (sizeof alphabet - 1)], 1);
+        } else { /* numbers, then a few changes */
+            size_t n = 5 + NEXT() % 40;
+            for (size_t i = 0; i < n; i++) {
+                uint64_t r = NEXT();
+                xbuf_printf(&b, "%s%s%llu", i ? (r % 7 ? ", " : ",") : "", r % 3 ? "" : "-",
+                            (unsigned long long)(r >> 40) % (r % 5 ? 1000 : 100000000));
+                if (r % 4)
+                    xbuf_printf(&b, ".%0*llu", (int)(r >> 8 & 15) + 1, (unsigned long long)(r >> 20) % 100000);
+                if (r % 9 == 0)
+                    xbuf_printf(&b, "e%s%d", r % 2 ? "-" : (r % 3 ? "+" : ""), (int)(r >> 12 & 31));
+            }
+            for (uint64_t k = NEXT() % 3; k > 0; k--) {
+                size_t at = start + NEXT() % (b.len - start);
+                b.data[at] = alphabet[NEXT() % (sizeof alphabet - 1)];
+            }
+        }
+        xbuf_puts(&b, "], [1.5, 2.5]");
+        if (round % 3)
+            xbuf_puts(&b, ", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.3, 1.4, 1.5, 1.6]");
+        xbuf_puts(&b, "]");
+        assert_fast_agrees_n(b.data, b.len);
+        xbuf_free(&b);
+    }
+#undef NEXT
+}
+
 /* ---- array items ---- */
 
 static void test_array_items_gives_exact_spans(void **state)
@@ -876,6 +1052,9 @@ int main(void)
         cmocka_unit_test(test_refs_point_into_the_text),
         cmocka_unit_test(test_refs_only_for_array_items),
         cmocka_unit_test(test_validator_agrees_on_every_prefix),
+        cmocka_unit_test(test_number_list_edges),
+        cmocka_unit_test(test_number_list_closers_and_depth),
+        cmocka_unit_test(test_number_list_random),
         cmocka_unit_test(test_array_items_gives_exact_spans),
         cmocka_unit_test(test_array_items_empty_arrays),
         cmocka_unit_test(test_array_items_without_callback_counts),
