@@ -665,12 +665,32 @@ hc_req *hc_send(hc_client *c, hc_opts *o, hc_cb cb, void *data)
         r->body_len = 2;
     }
     o->body = NULL;
-    if (o->body_prefix && o->body_prefix_len) {
+    size_t pl = o->body_prefix ? o->body_prefix_len : 0, sl = o->body_suffix ? o->body_suffix_len : 0;
+    size_t whole = pl + r->body_len + sl;
+    if ((pl || sl) && whole < HC_INLINE_BODY && o->declared_length <= whole) {
+        /* A small body in pieces is joined (a copy of under 64 KiB) so that
+         * libcurl sends it with the head in one write: streamed, it costs
+         * a second send per request (strace of the aggregator at 64
+         * learners, whose learn slices are small: sends per receive 1.23
+         * streamed, 1.00 joined; the CPU difference is within the noise). */
+        char *one = xmalloc(whole + 1);
+        if (pl)
+            memcpy(one, o->body_prefix, pl);
+        memcpy(one + pl, r->body, r->body_len);
+        if (sl)
+            memcpy(one + pl + r->body_len, o->body_suffix, sl);
+        one[whole] = '\0';
+        free(r->owned_body);
+        r->body = r->owned_body = one;
+        r->body_len = whole;
+        pl = sl = 0;
+    }
+    if (pl) {
         r->prefix = xmalloc(o->body_prefix_len);
         memcpy(r->prefix, o->body_prefix, o->body_prefix_len);
         r->prefix_len = o->body_prefix_len;
     }
-    if (o->body_suffix && o->body_suffix_len) {
+    if (sl) {
         r->suffix = xmalloc(o->body_suffix_len);
         memcpy(r->suffix, o->body_suffix, o->body_suffix_len);
         r->suffix_len = o->body_suffix_len;
