@@ -25,7 +25,7 @@
 # the first to the last quarter of the run (figures printed); its events file
 # (--events, capped small with --events-max-bytes) rotated, FILE + FILE.1 stay
 # within the cap, and hold the newest events (the shutdown, no gap in seq).
-#   ci/soak.sh                 CI size (--rounds 2000, well under a minute)
+#   ci/soak.sh                 CI size (--rounds 1200, about a minute)
 #   ci/soak.sh --rounds N      N rounds;  --long: 20000 rounds
 #   ci/soak.sh --seed S        another fault schedule (default 1)
 # Flat: fd: last-quarter median <= first-quarter median + FD_TOL (16, one per learner) and
@@ -34,7 +34,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-ROUNDS=2000
+ROUNDS=1200
 SEED=1
 while [ $# -gt 0 ]; do
     case "$1" in
