@@ -58,7 +58,7 @@ if(TARGET runner_core AND TARGET run_scenarios)
   # explore (docs/scenarios.md, "Explore"): a CI-sized exploration of the
   # normal aggregator finds no violation (fewer runs under a sanitizer)
   if(SANITIZE)
-    set(DL_EXPLORE_RUNS 24)
+    set(DL_EXPLORE_RUNS 16)
   else()
     set(DL_EXPLORE_RUNS 100)
   endif()
