@@ -5,7 +5,7 @@ target_link_libraries(testproc PUBLIC interaction)
 target_include_directories(testproc PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 if(TARGET aggregator AND TARGET mock_learner AND TARGET mock_coordinator)
   dl_unit_test(test_aggregator_e2e SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aggregator_e2e.c
-               LIBS testproc LABELS "aggregator;e2e" TIMEOUT 300)
+               LIBS testproc testutil LABELS "aggregator;e2e" TIMEOUT 300)
   target_compile_definitions(test_aggregator_e2e PRIVATE
     AGGREGATOR_BIN="$<TARGET_FILE:aggregator>"
     MOCK_LEARNER_BIN="$<TARGET_FILE:mock_learner>"
@@ -18,7 +18,7 @@ if(TARGET aggregator AND TARGET mock_learner AND TARGET mock_coordinator)
   # The /metrics text through `promtool check metrics` (Debian package
   # prometheus); skipped (77) where promtool is not installed.
   dl_unit_test(test_agg_promtool SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_aggregator_e2e.c
-               LIBS testproc LABELS "aggregator;e2e" TIMEOUT 120)
+               LIBS testproc testutil LABELS "aggregator;e2e" TIMEOUT 120)
   target_compile_definitions(test_agg_promtool PRIVATE AGG_E2E_PROMTOOL=1
     AGGREGATOR_BIN="$<TARGET_FILE:aggregator>"
     MOCK_LEARNER_BIN="$<TARGET_FILE:mock_learner>"

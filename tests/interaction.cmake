@@ -1,5 +1,5 @@
 add_library(testutil STATIC ${CMAKE_CURRENT_LIST_DIR}/testutil.c ${CMAKE_CURRENT_LIST_DIR}/hostile.c)
-target_link_libraries(testutil PUBLIC interaction)
+target_link_libraries(testutil PUBLIC interaction PkgConfig::CMOCKA)
 target_include_directories(testutil PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 dl_unit_test(test_interaction SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_interaction.c LIBS testutil TIMEOUT 120)
 dl_unit_test(test_hc SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_hc.c LIBS testutil testproc TIMEOUT 60)

@@ -23,6 +23,7 @@
 #include "evt.h"
 #include "jsonx.h"
 #include "proc.h"
+#include "testutil.h"
 #include "xalloc.h"
 
 #define MAXP 8
@@ -284,37 +285,17 @@ typedef struct {
 } evts;
 
 /* Reads an events file; every line must be a valid event (evt_parse_line:
- * known, every documented field of its type). */
+ * known, every documented field of its type), none lost. */
 static evts events_read(const char *path)
 {
     evts e = {0};
-    FILE *fp = fopen(path, "r");
-    if (!fp)
-        fprintf(stderr, "no events file %s\n", path);
-    assert_non_null(fp);
-    char *line = NULL;
-    size_t cap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &cap, fp)) > 0) {
-        if (line[len - 1] == '\n')
-            line[--len] = '\0';
-        e.r = xrealloc(e.r, (size_t)(e.n + 1) * sizeof *e.r);
-        char err[256];
-        if (evt_parse_line(line, (size_t)len, &e.r[e.n], err, sizeof err) != 0)
-            fail_msg("%s line %d: %s: %s", path, e.n + 1, err, line);
-        assert_int_equal(e.r[e.n].seq, e.n); /* no line lost */
-        e.n++;
-    }
-    free(line);
-    fclose(fp);
+    e.n = (int)tu_events_read(path, &e.r);
     return e;
 }
 
 static void events_free(evts *e)
 {
-    for (int i = 0; i < e->n; i++)
-        evt_record_free(&e->r[i]);
-    free(e->r);
+    tu_events_free(e->r, (size_t)e->n);
     *e = (evts){0};
 }
 

@@ -36,34 +36,13 @@ typedef struct {
 static lines read_events(const char *path)
 {
     lines L = {0};
-    size_t len = 0;
-    char *t = util_read_file(path, 16u << 20, &len, NULL);
-    if (!t)
-        fail_msg("%s: cannot be read", path);
-    if (len && t[len - 1] != '\n')
-        fail_msg("%s: the last line has no newline", path);
-    int ln = 0;
-    for (char *line = t; *line;) {
-        char *nl = strchr(line, '\n');
-        ln++;
-        L.r = realloc(L.r, (L.n + 1) * sizeof *L.r);
-        char err[256];
-        if (evt_parse_line(line, (size_t)(nl - line), &L.r[L.n], err, sizeof err) != 0)
-            fail_msg("%s:%d: %s", path, ln, err);
-        if (L.r[L.n].seq != (int64_t)L.n)
-            fail_msg("%s:%d: seq %lld, expected %zu", path, ln, (long long)L.r[L.n].seq, L.n);
-        L.n++;
-        line = nl + 1;
-    }
-    free(t);
+    L.n = tu_events_read(path, &L.r);
     return L;
 }
 
 static void lines_free(lines *L)
 {
-    for (size_t i = 0; i < L->n; i++)
-        evt_record_free(&L->r[i]);
-    free(L->r);
+    tu_events_free(L->r, L->n);
 }
 
 static bool str_is(const evt_record *r, evt_field_id f, const char *want)

@@ -1,5 +1,9 @@
 /* testutil: loop-driving helpers for tests. */
 #include "testutil.h"
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <cmocka.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +11,7 @@
 #include "jsonx.h"
 #include "master.h"
 #include "proto.h"
+#include "util.h"
 #include "xalloc.h"
 
 bool tu_run_until(ev_loop *loop, const int *flag, long cap_ms)
@@ -117,4 +122,35 @@ void tu_task_out_free(tu_task_out *o)
     free(o->result);
     free(o->error);
     memset(o, 0, sizeof *o);
+}
+
+size_t tu_events_read(const char *path, evt_record **out)
+{
+    *out = NULL;
+    size_t len = 0, n = 0;
+    char *t = util_read_file(path, 16u << 20, &len, NULL);
+    if (!t)
+        fail_msg("%s: cannot be read", path);
+    if (len && t[len - 1] != '\n')
+        fail_msg("%s: the last line has no newline", path);
+    for (char *line = t; *line;) {
+        char *nl = strchr(line, '\n');
+        *out = xrealloc(*out, (n + 1) * sizeof **out);
+        char err[256];
+        if (evt_parse_line(line, (size_t)(nl - line), &(*out)[n], err, sizeof err) != 0)
+            fail_msg("%s:%zu: %s", path, n + 1, err);
+        if ((*out)[n].seq != (int64_t)n)
+            fail_msg("%s:%zu: seq %lld, expected %zu (a line lost)", path, n + 1, (long long)(*out)[n].seq, n);
+        n++;
+        line = nl + 1;
+    }
+    free(t);
+    return n;
+}
+
+void tu_events_free(evt_record *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        evt_record_free(&r[i]);
+    free(r);
 }

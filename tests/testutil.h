@@ -10,6 +10,7 @@
 
 #include "ev.h"
 #include "hc.h"
+#include "evt.h"
 #include "proto.h"
 
 typedef struct master_task master_task; /* master.h */
@@ -48,5 +49,13 @@ typedef struct {
 } tu_task_out;
 void tu_task_done(void *ud, master_task *t, proto_task_state st, cJSON **result, const char *error);
 void tu_task_out_free(tu_task_out *o);
+
+/* Every line of an events file (read whole, up to 16 MiB), each checked by
+ * evt_parse_line() and numbered seq 0, 1, ... in order; the last line ends
+ * with a newline. Anything else fails the running cmocka test, naming
+ * file:line. *out is the caller's: tu_events_free(*out, count). Returns the
+ * count. */
+size_t tu_events_read(const char *path, evt_record **out);
+void tu_events_free(evt_record *r, size_t n);
 
 #endif
